@@ -1,0 +1,139 @@
+"""The HTTP API: a Flask application factory that translates HTTP to the service.
+
+No domain rules live here. Errors are mapped to Confluent's error body in one place
+(`_registry_error`), and anything unexpected becomes a 500 without a traceback.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import quote, unquote_to_bytes
+
+import orjson
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from registry import errors
+from registry.service import RegistryService
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+ACCEPTED_BODY_TYPES = frozenset({
+    "application/vnd.schemaregistry.v1+json",
+    "application/vnd.schemaregistry+json",
+    "application/json",
+    "application/octet-stream",
+})
+# Answered before the node has caught up with the log, so orchestrators can probe it.
+_ALWAYS_ANSWERED = ("/ready", "/health")
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status=status, content_type=CONTENT_TYPE)
+
+
+def raw_response(text: str) -> Response:
+    return Response(text, status=200, content_type=CONTENT_TYPE)
+
+
+def path_text(segment: str) -> str:
+    """Decode one percent-encoded path segment (a subject name) to text."""
+    return unquote_to_bytes(segment.encode("latin-1")).decode("utf-8", errors="replace")
+
+
+def json_body() -> dict[str, Any]:
+    """The request body as a JSON object, or a 4xx error."""
+    mimetype = request.mimetype
+    if mimetype and mimetype not in ACCEPTED_BODY_TYPES:
+        raise errors.UnsupportedMediaType(
+            f"Unsupported content type {mimetype}; use {CONTENT_TYPE} or application/json")
+    raw = request.get_data(cache=True)
+    try:
+        body = orjson.loads(raw or b"null")
+    except orjson.JSONDecodeError as exc:
+        raise errors.BadRequest(f"Malformed JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise errors.UnprocessableEntity("The request body must be a JSON object")
+    return body
+
+
+def flag(name: str, default: bool = False) -> bool:
+    """A boolean query parameter, read as Confluent's (JAX-RS) server does."""
+    value = request.args.get(name)
+    return default if value is None else value.strip().lower() == "true"
+
+
+def int_arg(name: str, default: int) -> int:
+    value = request.args.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.UnprocessableEntity(f"Query parameter {name} must be an integer, got {value!r}") from None
+
+
+class RawPathMiddleware:
+    """Route on the path as the client encoded it, so `%2F` in a subject is not a `/`.
+
+    WSGI servers decode PATH_INFO, which turns the subject `a/b` (sent as `a%2Fb`)
+    into two path segments. We re-derive PATH_INFO from the raw request URI, keeping
+    each segment percent-encoded; views decode segments with `path_text`.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+        if raw:
+            path = raw.split("?", 1)[0]
+            if "://" in path:  # an absolute-form request target
+                path = "/" + path.split("://", 1)[1].partition("/")[2]
+        else:
+            path = quote(environ.get("PATH_INFO", ""), safe="/", encoding="latin-1")
+        environ["PATH_INFO"] = path
+        return self._app(environ, start_response)
+
+
+def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 * 1024,
+               cluster_id: str = "embedded", registry_group: str = "schema-registry") -> Flask:
+    """Build a Flask app serving `service`. No global state: build as many as you like."""
+    from registry.routes import config_routes, schema_routes, subject_routes
+
+    app = Flask("registry")
+    app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
+    app.extensions["registry.service"] = service
+    app.extensions["registry.metadata"] = {"kafka-cluster": cluster_id,
+                                           "schema-registry-cluster": registry_group}
+    app.register_blueprint(subject_routes)
+    app.register_blueprint(schema_routes)
+    app.register_blueprint(config_routes)
+    app.wsgi_app = RawPathMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    app.url_map.strict_slashes = False
+
+    @app.before_request
+    def _require_ready() -> None:
+        if not service.is_ready() and request.path not in _ALWAYS_ANSWERED:
+            raise errors.NotReady("Schema registry is not ready: still reading the schema log")
+
+    @app.errorhandler(errors.RegistryError)
+    def _registry_error(exc: errors.RegistryError) -> Response:
+        return json_response(exc.body(), exc.http_status)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        if status == 413:
+            message = f"Request body larger than the limit of {max_request_bytes} bytes"
+        else:
+            message = f"HTTP {status} {exc.name}"
+        return json_response({"error_code": status, "message": message}, status)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unexpected error serving %s %s", request.method, request.path)
+        return json_response({"error_code": 50001, "message": "Internal error in the schema registry"}, 500)
+
+    return app

@@ -1,0 +1,9 @@
+"""Schema types by name, as they appear in `schemaType`."""
+from __future__ import annotations
+
+from registry.schema_types.avro import AVRO
+from registry.schema_types.base import InvalidSchema, ParsedSchema, SchemaType
+
+SCHEMA_TYPES: dict[str, SchemaType] = {AVRO.name: AVRO}
+
+__all__ = ["SCHEMA_TYPES", "InvalidSchema", "ParsedSchema", "SchemaType"]

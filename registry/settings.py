@@ -1,0 +1,174 @@
+"""The one place that reads configuration.
+
+Confluent's property names and environment convention, so existing deployments carry
+over: a Java-style `.properties` file, overridden by `SCHEMA_REGISTRY_<KEY>` variables
+(upper case, dots become underscores; a double underscore stands for one underscore).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from registry.compatibility import CompatibilityLevel
+from registry.modes import Mode
+
+ENV_PREFIX = "SCHEMA_REGISTRY_"
+
+DEFAULTS: dict[str, str] = {
+    "listeners": "http://0.0.0.0:8081",
+    "host.name": "",
+    "schema.compatibility.level": "backward",
+    "mode": "READWRITE",
+    "kafkastore.bootstrap.servers": "",
+    "kafkastore.topic": "_schemas",
+    "kafkastore.topic.replication.factor": "3",
+    "kafkastore.timeout.ms": "10000",
+    "schema.registry.group.id": "schema-registry",
+    "leader.eligibility": "true",
+    "inter.instance.protocol": "http",
+    # Our additions, in the same style.
+    "embedded.store.path": "./data",
+    "max.request.bytes": str(16 * 1024 * 1024),
+    "server.threads": "32",
+}
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    properties: dict[str, str] = field(default_factory=lambda: dict(DEFAULTS))
+
+    def get(self, name: str) -> str:
+        return self.properties.get(name, DEFAULTS.get(name, ""))
+
+    @property
+    def listener(self) -> tuple[str, str, int]:
+        """(scheme, host, port) of the first listener."""
+        first = self.get("listeners").split(",")[0].strip()
+        parts = urlsplit(first if "://" in first else f"http://{first}")
+        if parts.scheme != "http":
+            raise ConfigError(f"listeners: only http is supported, got {first!r}")
+        try:
+            port = parts.port or 8081
+        except ValueError:
+            raise ConfigError(f"listeners: bad port in {first!r}") from None
+        return parts.scheme, parts.hostname or "0.0.0.0", port
+
+    @property
+    def compatibility_level(self) -> str:
+        value = self.get("schema.compatibility.level").upper()
+        if value not in CompatibilityLevel.__members__:
+            raise ConfigError(f"schema.compatibility.level: unknown level {value!r}")
+        return value
+
+    @property
+    def mode(self) -> str:
+        value = self.get("mode").upper()
+        if value not in Mode.__members__:
+            raise ConfigError(f"mode: unknown mode {value!r}")
+        return value
+
+    @property
+    def kafka_bootstrap_servers(self) -> str:
+        return self.get("kafkastore.bootstrap.servers").strip()
+
+    @property
+    def data_dir(self) -> str:
+        return self.get("embedded.store.path")
+
+    @property
+    def store_timeout_seconds(self) -> float:
+        return self._positive_int("kafkastore.timeout.ms") / 1000.0
+
+    @property
+    def max_request_bytes(self) -> int:
+        return self._positive_int("max.request.bytes")
+
+    @property
+    def server_threads(self) -> int:
+        return self._positive_int("server.threads")
+
+    def _positive_int(self, name: str) -> int:
+        try:
+            value = int(self.get(name))
+        except ValueError:
+            raise ConfigError(f"{name}: not an integer: {self.get(name)!r}") from None
+        if value <= 0:
+            raise ConfigError(f"{name}: must be positive")
+        return value
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        """Every property under `prefix`, with the prefix removed (e.g. kafkastore.*)."""
+        return {k[len(prefix):]: v for k, v in self.properties.items() if k.startswith(prefix)}
+
+
+def load_settings(path: str | None = None, environ: Mapping[str, str] | None = None,
+                  overrides: Mapping[str, str] | None = None) -> Settings:
+    """Defaults, then the properties file at `path`, then the environment, then `overrides`."""
+    properties = dict(DEFAULTS)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                properties.update(parse_properties(handle.read()))
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from None
+    env = os.environ if environ is None else environ
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX):
+            properties[env_to_property(name)] = value
+    properties.update(overrides or {})
+    settings = Settings(properties)
+    # Fail at start-up, not on the first request.
+    _ = (settings.listener, settings.compatibility_level, settings.mode, settings.store_timeout_seconds,
+         settings.max_request_bytes, settings.server_threads)
+    return settings
+
+
+def env_to_property(name: str) -> str:
+    """SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS -> kafkastore.bootstrap.servers."""
+    body = name[len(ENV_PREFIX):].lower()
+    return ".".join(part.replace("\0", "_") for part in body.replace("__", "\0").split("_"))
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java `.properties` text: `key=value`, `key: value` or `key value`, `#`/`!`
+    comments and backslash line continuations.
+
+    Hand-written: the format is small and no pinned library is worth a dependency.
+    Unicode escapes beyond the common ones are not interpreted.
+    """
+    result: dict[str, str] = {}
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.strip() if not logical else line.lstrip()
+        if not logical and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        key, value = _split_property(logical)
+        result[key] = value
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        result[key] = value
+    return result
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    for index, char in enumerate(line):
+        if char in "=:" or char.isspace():
+            key = line[:index]
+            rest = line[index:].lstrip()
+            if rest[:1] in ("=", ":") and not char in "=:":
+                rest = rest[1:].lstrip()
+            elif char in "=:":
+                rest = line[index + 1:].lstrip()
+            return key.strip(), rest.strip()
+    return line.strip(), ""

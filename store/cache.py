@@ -1,0 +1,206 @@
+"""The lookup cache: the state the log's records describe, indexed for reads.
+
+It is a pure function of the records applied so far (DESIGN invariant 1): `apply`
+uses no clock, randomness or node-local state, so two nodes that applied the same
+prefix hold the same cache. Only the reader thread calls `apply`; request threads
+read. Reads take `snapshot`-style copies (`list(...)`) of the maps they iterate, which
+CPython builds atomically, so a concurrent apply never breaks an iteration.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from store.records import (
+    ClearSubjectValue,
+    ConfigKey,
+    ConfigValue,
+    DeleteSubjectKey,
+    DeleteSubjectValue,
+    Key,
+    ModeKey,
+    ModeValue,
+    NoopKey,
+    SchemaKey,
+    SchemaReference,
+    SchemaValue,
+    ClearSubjectKey,
+    Value,
+    logical_key,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredSchema:
+    """The content an id names. An id names exactly one content, forever."""
+
+    id: int
+    schema_type: str
+    schema: str
+    references: tuple[SchemaReference, ...]
+
+
+ContentKey = tuple[str, str, tuple[SchemaReference, ...]]
+
+
+class Cache:
+    """Lookup maps over the applied log. See the module docstring for threading."""
+
+    def __init__(self) -> None:
+        self._schemas: dict[int, StoredSchema] = {}
+        self._id_by_content: dict[ContentKey, int] = {}
+        self._versions: dict[str, dict[int, SchemaValue]] = {}
+        self._users: dict[int, set[tuple[str, int]]] = {}
+        self._referenced_by: dict[tuple[str, int], set[int]] = {}
+        self._configs: dict[str | None, ConfigValue] = {}
+        self._modes: dict[str | None, ModeValue] = {}
+        self._key_bytes: dict[tuple[object, ...], dict[bytes, None]] = {}
+        self._max_id = 0
+        self.conflicts = 0  # records that tried to give an existing id other content
+
+    # ---- applying records -------------------------------------------------
+
+    def apply(self, key: Key, raw_key: bytes, value: Value | None) -> None:
+        """Apply one decoded record. A None value is a tombstone for `key`."""
+        identity = logical_key(key)
+        forms = self._key_bytes.setdefault(identity, {})
+        if value is None:
+            forms.pop(raw_key, None)
+            if not forms:
+                del self._key_bytes[identity]
+        else:
+            forms[raw_key] = None
+        if isinstance(key, NoopKey):
+            return
+        if isinstance(key, SchemaKey):
+            if value is None:
+                self._drop_version(key.subject, key.version)
+            elif isinstance(value, SchemaValue):
+                self._put_version(key, value)
+        elif isinstance(key, ConfigKey):
+            self._put_or_drop(self._configs, key.subject, value)
+        elif isinstance(key, ModeKey):
+            self._put_or_drop(self._modes, key.subject, value)
+        elif isinstance(key, DeleteSubjectKey) and isinstance(value, DeleteSubjectValue):
+            versions = self._versions.get(key.subject, {})
+            for number, existing in list(versions.items()):
+                if number <= value.version and not existing.deleted:
+                    versions[number] = replace(existing, deleted=True)
+        elif isinstance(key, ClearSubjectKey) and isinstance(value, ClearSubjectValue):
+            for number in list(self._versions.get(key.subject, {})):
+                self._drop_version(key.subject, number)
+
+    @staticmethod
+    def _put_or_drop(target: dict, subject: str | None, value: Value | None) -> None:
+        if value is None:
+            target.pop(subject, None)
+        else:
+            target[subject] = value
+
+    def _put_version(self, key: SchemaKey, value: SchemaValue) -> None:
+        content: ContentKey = (value.schema_type, value.schema, value.references)
+        existing = self._schemas.get(value.id)
+        if existing is not None and (existing.schema_type, existing.schema, existing.references) != content:
+            # Never let an id mean two schemas: the first content applied wins everywhere.
+            self.conflicts += 1
+            log.error("record for %s v%d gives id %d other content; ignored",
+                      key.subject, key.version, value.id)
+            return
+        value = replace(value, subject=key.subject, version=key.version)
+        previous = self._versions.get(key.subject, {}).get(key.version)
+        if previous is not None and previous.id != value.id:
+            self._release(previous)
+        if existing is None:
+            self._schemas[value.id] = StoredSchema(value.id, *content)
+        self._id_by_content.setdefault(content, value.id)
+        self._versions.setdefault(key.subject, {})[key.version] = value
+        self._users.setdefault(value.id, set()).add((key.subject, key.version))
+        for ref in value.references:
+            self._referenced_by.setdefault((ref.subject, ref.version), set()).add(value.id)
+        self._max_id = max(self._max_id, value.id)
+
+    def _drop_version(self, subject: str, version: int) -> None:
+        versions = self._versions.get(subject)
+        previous = versions.pop(version, None) if versions is not None else None
+        if versions is not None and not versions:
+            del self._versions[subject]
+        if previous is not None:
+            self._release(previous)
+
+    def _release(self, value: SchemaValue) -> None:
+        users = self._users.get(value.id)
+        if users is None:
+            return
+        users.discard((value.subject, value.version))
+        if users:
+            return
+        del self._users[value.id]
+        stored = self._schemas.pop(value.id, None)
+        if stored is not None:
+            for ref in stored.references:
+                dependants = self._referenced_by.get((ref.subject, ref.version))
+                if dependants is not None:
+                    dependants.discard(value.id)
+                    if not dependants:
+                        del self._referenced_by[(ref.subject, ref.version)]
+
+    # ---- reads -------------------------------------------------------------
+
+    @property
+    def max_id(self) -> int:
+        """The largest id any applied record has used; new ids start above it."""
+        return self._max_id
+
+    def schema_by_id(self, schema_id: int) -> StoredSchema | None:
+        return self._schemas.get(schema_id)
+
+    def id_by_content(self, schema_type: str, schema: str,
+                      references: tuple[SchemaReference, ...]) -> int | None:
+        return self._id_by_content.get((schema_type, schema, references))
+
+    def schema_ids(self) -> list[int]:
+        return sorted(list(self._schemas))
+
+    def subjects(self) -> list[str]:
+        return list(self._versions)
+
+    def versions(self, subject: str) -> list[SchemaValue]:
+        """Every version of `subject` still in the log, soft-deleted ones included, in order."""
+        return sorted(list(self._versions.get(subject, {}).values()), key=lambda v: v.version)
+
+    def version(self, subject: str, version: int) -> SchemaValue | None:
+        return self._versions.get(subject, {}).get(version)
+
+    def users_of(self, schema_id: int) -> list[tuple[str, int]]:
+        """The (subject, version) pairs, soft-deleted included, that use `schema_id`."""
+        return sorted(list(self._users.get(schema_id, ())))
+
+    def referenced_by(self, subject: str, version: int) -> list[int]:
+        """Ids of schemas whose references name (subject, version)."""
+        return sorted(list(self._referenced_by.get((subject, version), ())))
+
+    def config(self, subject: str | None) -> ConfigValue | None:
+        return self._configs.get(subject)
+
+    def mode(self, subject: str | None) -> ModeValue | None:
+        return self._modes.get(subject)
+
+    def key_bytes(self, key: Key) -> list[bytes]:
+        """Every byte form under which `key`'s logical identity is live in the log.
+
+        A tombstone must be written for each, or compaction keeps the other forms and a
+        hard-deleted schema comes back on replay (Confluent issues #2961 and #4420).
+        """
+        return list(self._key_bytes.get(logical_key(key), ()))
+
+    def fingerprint(self) -> tuple:
+        """Everything reads can observe, for comparing two nodes' caches in tests."""
+        return (
+            sorted(self._schemas.items()),
+            sorted((s, sorted(v.items())) for s, v in list(self._versions.items())),
+            sorted(self._configs.items(), key=lambda kv: kv[0] or ""),
+            sorted(self._modes.items(), key=lambda kv: kv[0] or ""),
+            self._max_id,
+        )

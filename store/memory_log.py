@@ -1,0 +1,44 @@
+"""An in-memory `Log` for unit tests of pure logic. Not durable."""
+from __future__ import annotations
+
+import threading
+
+from store.records import LogRecord
+
+
+class MemoryLog:
+    """A list of records with Kafka-like compaction on demand (`compact()`)."""
+
+    def __init__(self) -> None:
+        self._records: list[LogRecord] = []
+        self._next = 0
+        self._changed = threading.Condition()
+        self._closed = False
+
+    def append(self, key: bytes, value: bytes | None) -> int:
+        with self._changed:
+            offset = self._next
+            self._records.append(LogRecord(offset, key, value))
+            self._next += 1
+            self._changed.notify_all()
+            return offset
+
+    def read(self, from_offset: int, max_records: int, timeout: float) -> list[LogRecord]:
+        with self._changed:
+            if from_offset >= self._next and not self._closed:
+                self._changed.wait(timeout)
+            return [r for r in self._records if r.offset >= from_offset][:max_records]
+
+    def end_offset(self) -> int:
+        return self._next
+
+    def compact(self) -> None:
+        """Keep only the latest record per key, dropping tombstones, as Kafka eventually does."""
+        with self._changed:
+            latest = {r.key: r for r in self._records}
+            self._records = [r for r in self._records if latest[r.key] is r and r.value is not None]
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()

@@ -1,0 +1,290 @@
+"""Confluent's `_schemas` record format: keys and values, byte for byte.
+
+Confluent serialises keys with Jackson using `@JsonPropertyOrder` and
+`@JsonInclude(NON_EMPTY)`: compact JSON, fields in a fixed order, null fields left
+out. Log compaction compares exact key bytes, so we encode keys exactly that way and,
+when we decode a key, keep the bytes it arrived with (`RawKey`) so that a later value
+or tombstone for the same logical key can reuse them.
+
+Decoding is lenient, as Confluent's and Karapace's readers are: fields in any order,
+SCHEMA key magic 0 or 1, a global subject given as null or left out, unknown fields
+ignored.
+"""
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+class KeyType(enum.Enum):
+    SCHEMA = "SCHEMA"
+    CONFIG = "CONFIG"
+    MODE = "MODE"
+    NOOP = "NOOP"
+    DELETE_SUBJECT = "DELETE_SUBJECT"
+    CLEAR_SUBJECT = "CLEAR_SUBJECT"
+
+
+class RecordFormatError(ValueError):
+    """A key or value that is not a record of Confluent's `_schemas` format."""
+
+
+@dataclass(frozen=True)
+class SchemaKey:
+    subject: str
+    version: int
+    magic: int = 1
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    subject: str | None  # None is the global config
+    magic: int = 0
+
+
+@dataclass(frozen=True)
+class ModeKey:
+    subject: str | None  # None is the global mode
+    magic: int = 0
+
+
+@dataclass(frozen=True)
+class NoopKey:
+    magic: int = 0
+
+
+@dataclass(frozen=True)
+class DeleteSubjectKey:
+    subject: str
+    magic: int = 0
+
+
+@dataclass(frozen=True)
+class ClearSubjectKey:
+    subject: str
+    magic: int = 0
+
+
+Key = Union[SchemaKey, ConfigKey, ModeKey, NoopKey, DeleteSubjectKey, ClearSubjectKey]
+
+
+@dataclass(frozen=True)
+class SchemaReference:
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
+class SchemaValue:
+    subject: str
+    version: int
+    id: int
+    schema: str
+    schema_type: str = "AVRO"
+    references: tuple[SchemaReference, ...] = ()
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    compatibility_level: str | None
+    subject: str | None = None
+    normalize: bool | None = None
+
+
+@dataclass(frozen=True)
+class ModeValue:
+    mode: str
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteSubjectValue:
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
+class ClearSubjectValue:
+    subject: str
+
+
+Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue]
+
+
+def logical_key(key: Key) -> tuple[Any, ...]:
+    """The identity of a key regardless of its magic byte.
+
+    Confluent wrote SCHEMA keys with magic 0 in old releases and 1 now; both name the
+    same (subject, version), yet compaction sees two different keys.
+    """
+    if isinstance(key, SchemaKey):
+        return ("SCHEMA", key.subject, key.version)
+    if isinstance(key, NoopKey):
+        return ("NOOP",)
+    return (_KEY_TYPE_OF[type(key)].value, key.subject)
+
+
+def _dumps(obj: dict[str, Any]) -> bytes:
+    # Jackson's compact output: no spaces, non-ASCII kept as UTF-8, same escapes as json.
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def encode_key(key: Key) -> bytes:
+    """Encode `key` exactly as Confluent Schema Registry writes it."""
+    if isinstance(key, SchemaKey):
+        return _dumps({"keytype": "SCHEMA", "subject": key.subject, "version": key.version,
+                       "magic": key.magic})
+    if isinstance(key, NoopKey):
+        return _dumps({"keytype": "NOOP", "magic": key.magic})
+    body: dict[str, Any] = {"keytype": _KEY_TYPE_OF[type(key)].value}
+    if key.subject:  # NON_EMPTY: the global config and mode keys carry no subject
+        body["subject"] = key.subject
+    body["magic"] = key.magic
+    return _dumps(body)
+
+
+def encode_value(value: Value | None) -> bytes | None:
+    """Encode a value as Confluent writes it; None is a tombstone and stays None."""
+    if value is None:
+        return None
+    if isinstance(value, SchemaValue):
+        body: dict[str, Any] = {"subject": value.subject, "version": value.version, "id": value.id}
+        if value.schema_type != "AVRO":
+            body["schemaType"] = value.schema_type
+        if value.references:
+            body["references"] = [{"name": r.name, "subject": r.subject, "version": r.version}
+                                  for r in value.references]
+        body["schema"] = value.schema
+        body["deleted"] = value.deleted
+        return _dumps(body)
+    if isinstance(value, ConfigValue):
+        body = {}
+        if value.subject:
+            body["subject"] = value.subject
+        if value.compatibility_level is not None:
+            body["compatibilityLevel"] = value.compatibility_level
+        if value.normalize is not None:
+            body["normalize"] = value.normalize
+        return _dumps(body)
+    if isinstance(value, ModeValue):
+        body = {}
+        if value.subject:
+            body["subject"] = value.subject
+        body["mode"] = value.mode
+        return _dumps(body)
+    if isinstance(value, DeleteSubjectValue):
+        return _dumps({"subject": value.subject, "version": value.version})
+    if isinstance(value, ClearSubjectValue):
+        return _dumps({"subject": value.subject})
+    raise TypeError(f"not a record value: {value!r}")
+
+
+def _load_object(raw: bytes, what: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RecordFormatError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise RecordFormatError(f"{what} is not a JSON object")
+    return obj
+
+
+def _str(obj: dict[str, Any], name: str, what: str) -> str:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise RecordFormatError(f"{what} has no string field {name!r}")
+    return value
+
+
+def _int(obj: dict[str, Any], name: str, what: str) -> int:
+    value = obj.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RecordFormatError(f"{what} has no integer field {name!r}")
+    return value
+
+
+def decode_key(raw: bytes) -> Key:
+    """Decode a key written by us, Confluent or Karapace. Raises RecordFormatError."""
+    obj = _load_object(raw, "key")
+    try:
+        key_type = KeyType(obj.get("keytype"))
+    except ValueError:
+        raise RecordFormatError(f"unknown keytype {obj.get('keytype')!r}") from None
+    magic = obj.get("magic", 0)
+    if not isinstance(magic, int):
+        raise RecordFormatError("key magic is not an integer")
+    if key_type is KeyType.SCHEMA:
+        return SchemaKey(_str(obj, "subject", "SCHEMA key"), _int(obj, "version", "SCHEMA key"), magic)
+    if key_type is KeyType.NOOP:
+        return NoopKey(magic)
+    subject = obj.get("subject")
+    if key_type in (KeyType.CONFIG, KeyType.MODE):
+        if subject is not None and not isinstance(subject, str):
+            raise RecordFormatError(f"{key_type.value} key subject is not a string")
+        return (ConfigKey if key_type is KeyType.CONFIG else ModeKey)(subject or None, magic)
+    if not isinstance(subject, str):
+        raise RecordFormatError(f"{key_type.value} key has no subject")
+    return (DeleteSubjectKey if key_type is KeyType.DELETE_SUBJECT else ClearSubjectKey)(subject, magic)
+
+
+def decode_value(key: Key, raw: bytes | None) -> Value | None:
+    """Decode the value stored under `key`; None (a tombstone) stays None.
+
+    NOOP records carry nothing and decode to None whatever their bytes.
+    Raises RecordFormatError.
+    """
+    if raw is None or isinstance(key, NoopKey):
+        return None
+    obj = _load_object(raw, f"{type(key).__name__} value")
+    if isinstance(key, SchemaKey):
+        refs = obj.get("references") or []
+        if not isinstance(refs, list):
+            raise RecordFormatError("SCHEMA value references is not a list")
+        references = tuple(SchemaReference(_str(r, "name", "reference"), _str(r, "subject", "reference"),
+                                           _int(r, "version", "reference"))
+                           for r in refs if isinstance(r, dict))
+        schema_type = obj.get("schemaType") or "AVRO"
+        if not isinstance(schema_type, str):
+            raise RecordFormatError("SCHEMA value schemaType is not a string")
+        return SchemaValue(
+            subject=obj.get("subject") if isinstance(obj.get("subject"), str) else key.subject,
+            version=obj.get("version") if isinstance(obj.get("version"), int) else key.version,
+            id=_int(obj, "id", "SCHEMA value"),
+            schema=_str(obj, "schema", "SCHEMA value"),
+            schema_type=schema_type,
+            references=references,
+            deleted=obj.get("deleted") is True,
+        )
+    if isinstance(key, ConfigKey):
+        level = obj.get("compatibilityLevel", obj.get("compatibility"))
+        normalize = obj.get("normalize")
+        return ConfigValue(level if isinstance(level, str) else None, key.subject,
+                           normalize if isinstance(normalize, bool) else None)
+    if isinstance(key, ModeKey):
+        return ModeValue(_str(obj, "mode", "MODE value"), key.subject)
+    if isinstance(key, DeleteSubjectKey):
+        return DeleteSubjectValue(key.subject, _int(obj, "version", "DELETE_SUBJECT value"))
+    return ClearSubjectValue(key.subject)
+
+
+_KEY_TYPE_OF: dict[type, KeyType] = {
+    SchemaKey: KeyType.SCHEMA,
+    ConfigKey: KeyType.CONFIG,
+    ModeKey: KeyType.MODE,
+    NoopKey: KeyType.NOOP,
+    DeleteSubjectKey: KeyType.DELETE_SUBJECT,
+    ClearSubjectKey: KeyType.CLEAR_SUBJECT,
+}
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One record as the log holds it: raw bytes at an offset."""
+
+    offset: int
+    key: bytes
+    value: bytes | None = field(default=None)

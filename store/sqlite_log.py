@@ -1,0 +1,110 @@
+"""The embedded durable log: one SQLite file, the default when no Kafka is configured.
+
+SQLite is in the standard library, transactional and crash-safe (WAL with
+synchronous=FULL fsyncs every commit), which is exactly what a single-node log needs.
+
+Compaction happens on append, as Kafka's cleaner would eventually do: a new value
+for a key replaces older records of that key. A tombstone keeps the value it
+deletes, as Kafka does until `delete.retention.ms` passes, so that a replay still sees
+every id that was ever assigned and never hands it out again (DESIGN invariant 3).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+
+from store.log import LogUnavailable
+from store.records import LogRecord
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS log (
+    offset INTEGER PRIMARY KEY,
+    key    BLOB NOT NULL,
+    value  BLOB
+);
+CREATE INDEX IF NOT EXISTS log_key ON log(key);
+-- Offsets never go back, even when compaction deletes the newest row.
+CREATE TABLE IF NOT EXISTS next_offset (value INTEGER NOT NULL);
+INSERT INTO next_offset SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM next_offset);
+"""
+
+# Another process may append to the same file; readers poll this often for its records.
+_POLL_SECONDS = 0.05
+
+
+class SqliteLog:
+    """A `Log` in a SQLite file. Thread-safe; other processes may share the file."""
+
+    def __init__(self, path: str) -> None:
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        self._path = path
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._appended = threading.Condition()
+        self._closed = False
+        conn = self._conn()
+        conn.executescript(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
+                                       timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+            except sqlite3.Error as exc:
+                raise LogUnavailable(f"cannot open the embedded log {self._path}: {exc}") from exc
+            self._local.conn = conn
+        return conn
+
+    def append(self, key: bytes, value: bytes | None) -> int:
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if value is None:
+                        # Drop older tombstones of this key but keep its latest value.
+                        conn.execute("DELETE FROM log WHERE key = ? AND value IS NULL", (key,))
+                    else:
+                        conn.execute("DELETE FROM log WHERE key = ?", (key,))
+                    offset = int(conn.execute("SELECT value FROM next_offset").fetchone()[0])
+                    conn.execute("INSERT INTO log(offset, key, value) VALUES (?, ?, ?)",
+                                 (offset, key, value))
+                    conn.execute("UPDATE next_offset SET value = ?", (offset + 1,))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise LogUnavailable(f"the embedded log refused the write: {exc}") from exc
+        with self._appended:
+            self._appended.notify_all()
+        return offset
+
+    def read(self, from_offset: int, max_records: int, timeout: float) -> list[LogRecord]:
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = self._conn().execute(
+                "SELECT offset, key, value FROM log WHERE offset >= ? ORDER BY offset LIMIT ?",
+                (from_offset, max_records)).fetchall()
+            remaining = deadline - time.monotonic()
+            if rows or remaining <= 0 or self._closed:
+                return [LogRecord(o, bytes(k), None if v is None else bytes(v)) for o, k, v in rows]
+            with self._appended:
+                self._appended.wait(min(remaining, _POLL_SECONDS))
+
+    def end_offset(self) -> int:
+        try:
+            return int(self._conn().execute("SELECT value FROM next_offset").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise LogUnavailable(f"cannot read the embedded log: {exc}") from exc
+
+    def close(self) -> None:
+        self._closed = True
+        with self._appended:
+            self._appended.notify_all()
