@@ -27,8 +27,8 @@ class Node:
 
     def close(self) -> None:
         """Stop reading and release the log. Blocks until the reader thread has ended."""
+        self.log.close()  # first, so that a reader blocked in read() wakes at once
         self.reader.stop()
-        self.log.close()
 
 
 def open_log(settings: Settings) -> Log:

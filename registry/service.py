@@ -12,13 +12,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
 from store.cache import Cache, StoredSchema
-from store.log import Log, LogFenced, LogUnavailable
+from store.log import Log, LogConflict, LogFenced, LogUnavailable
 from store.reader import LogReader
 from store.records import (
     ConfigKey,
@@ -134,7 +135,7 @@ class RegistryService:
 
     def set_compatibility(self, subject: str | None, level: str) -> CompatibilityLevel:
         parsed = _parse_level(level)
-        self._write([(ConfigKey(subject), ConfigValue(parsed.value, subject))])
+        self._write_records([(ConfigKey(subject), ConfigValue(parsed.value, subject))])
         return parsed
 
     def delete_compatibility(self, subject: str | None) -> CompatibilityLevel:
@@ -142,13 +143,13 @@ class RegistryService:
         if subject is None:
             previous = self.global_compatibility()
             if self._cache.config(None) is not None:
-                self._write([(ConfigKey(None), None)])
+                self._write_records([(ConfigKey(None), None)])
             return previous
         previous_level = self.subject_compatibility(subject)
         if previous_level is None:
             raise errors.SubjectConfigNotFound(
                 f"Subject '{subject}' does not have subject-level compatibility configured")
-        self._write([(ConfigKey(subject), None)])
+        self._write_records([(ConfigKey(subject), None)])
         return previous_level
 
     def global_mode(self) -> Mode:
@@ -175,19 +176,19 @@ class RegistryService:
                 raise errors.OperationNotPermitted(
                     f"Cannot import since found existing subjects in {where}; "
                     "use force=true to switch to IMPORT anyway")
-        self._write([(ModeKey(subject), ModeValue(parsed.value, subject))])
+        self._write_records([(ModeKey(subject), ModeValue(parsed.value, subject))])
         return parsed
 
     def delete_mode(self, subject: str | None) -> Mode:
         if subject is None:
             previous = self.global_mode()
             if self._cache.mode(None) is not None:
-                self._write([(ModeKey(None), None)])
+                self._write_records([(ModeKey(None), None)])
             return previous
         previous_mode = self.subject_mode(subject)
         if previous_mode is None:
             raise errors.SubjectModeNotFound(f"Subject '{subject}' does not have subject-level mode configured")
-        self._write([(ModeKey(subject), None)])
+        self._write_records([(ModeKey(subject), None)])
         return previous_mode
 
     # ---- reads -------------------------------------------------------------------
@@ -315,20 +316,20 @@ class RegistryService:
                     new.schema_type, text, new.references):
                 raise errors.OperationNotPermitted(
                     f"Subject {subject} is not in import mode; an id can only be given in IMPORT mode")
-        with self._write_lock:
-            self._catch_up()
+        def plan() -> tuple[list[tuple[Key, Value | None]], SchemaValue]:
             versions = self._visible_versions(subject, deleted=True)
             for value in reversed(versions):
                 if (not value.deleted and value.schema_type == request.schema.schema_type
                         and value.schema == text and value.references == request.schema.references
                         and request.schema_id in (None, value.id)):
-                    return value
+                    return [], value
             if mode is Mode.IMPORT:
                 value = self._import_value(subject, request, text, versions)
             else:
                 value = self._new_value(subject, request, parsed, text, versions)
-            self._append_locked([(SchemaKey(subject, value.version), value)])
-        return value
+            return [(SchemaKey(subject, value.version), value)], value
+
+        return self._write(plan)
 
     def _new_value(self, subject: str, request: RegisterRequest, parsed: ParsedSchema, text: str,
                    versions: list[SchemaValue]) -> SchemaValue:
@@ -376,8 +377,8 @@ class RegistryService:
     def delete_version(self, subject: str, version: str, permanent: bool = False) -> int:
         number = parse_version(version)
         self._require_writable(subject)
-        with self._write_lock:
-            self._catch_up()
+
+        def plan() -> tuple[list[tuple[Key, Value | None]], int]:
             target = self.version(subject, version, deleted=True) if number != -1 else self._latest_any(subject)
             dependants = self._cache.referenced_by(subject, target.version)
             if dependants:
@@ -389,19 +390,19 @@ class RegistryService:
                     raise errors.VersionNotSoftDeleted(
                         f"Subject '{subject}' Version {target.version} was not deleted first before "
                         "being permanently deleted")
-                self._append_locked([(key, None)])
-            else:
-                if target.deleted:
-                    raise errors.VersionSoftDeleted(
-                        f"Subject '{subject}' Version {target.version} was soft deleted. "
-                        "Set permanent=true to delete permanently")
-                self._append_locked([(key, replace(target, deleted=True))])
-        return target.version
+                return [(key, None)], target.version
+            if target.deleted:
+                raise errors.VersionSoftDeleted(
+                    f"Subject '{subject}' Version {target.version} was soft deleted. "
+                    "Set permanent=true to delete permanently")
+            return [(key, replace(target, deleted=True))], target.version
+
+        return self._write(plan)
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         self._require_writable(subject)
-        with self._write_lock:
-            self._catch_up()
+
+        def plan() -> tuple[list[tuple[Key, Value | None]], list[int]]:
             versions = self._visible_versions(subject, deleted=True)
             if not versions:
                 raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
@@ -421,13 +422,14 @@ class RegistryService:
                     records.append((ConfigKey(subject), None))
                 if self._cache.mode(subject) is not None:
                     records.append((ModeKey(subject), None))
-                self._append_locked(records)
-                return [v.version for v in versions]
+                return records, [v.version for v in versions]
             if not live:
                 raise errors.SubjectSoftDeleted(
                     f"Subject '{subject}' was soft deleted. Set permanent=true to delete permanently")
-            self._append_locked([(DeleteSubjectKey(subject), DeleteSubjectValue(subject, live[-1].version))])
-            return [v.version for v in live]
+            return ([(DeleteSubjectKey(subject), DeleteSubjectValue(subject, live[-1].version))],
+                    [v.version for v in live])
+
+        return self._write(plan)
 
     # ---- internals ---------------------------------------------------------------
 
@@ -488,23 +490,47 @@ class RegistryService:
                     self._parsed.popitem(last=False)
         return PreviousVersion(value.version, parsed)
 
-    def _write(self, records: list[tuple[Key, Value | None]]) -> None:
-        with self._write_lock:
-            self._catch_up()
-            self._append_locked(records)
+    def _write_records(self, records: list[tuple[Key, Value | None]]) -> None:
+        self._write(lambda: (records, None))
 
-    def _catch_up(self) -> None:
+    def _write(self, plan: Callable[[], tuple[list[tuple[Key, Value | None]], T]]) -> T:
+        """Run `plan` against a cache caught up with the log, append what it returns, and
+        return its result once this node has applied the records.
+
+        The append is conditional on the log's end not having moved since we caught up;
+        if another writer got in first (LogConflict), we catch up and plan again, so
+        every write is validated against the state it is appended to.
+        """
+        for _ in range(_WRITE_ATTEMPTS):
+            with self._write_lock:
+                end = self._catch_up()
+                records, result = plan()
+                if not records:
+                    return result
+                try:
+                    last = self._append(records, end)
+                except LogConflict:
+                    continue
+            if not self._reader.wait_until(last + 1, self._timeout):
+                raise errors.StoreTimeout("Timed out waiting for the write to be applied")
+            return result
+        raise errors.StoreTimeout("Gave up writing: other writers kept appending first")
+
+    def _catch_up(self) -> int:
+        """Apply the log up to its current end; return that end offset."""
         self._may_write()
         try:
-            caught_up = self._reader.catch_up(self._timeout)
+            end = self._log.end_offset()
+            caught_up = self._reader.wait_until(end, self._timeout)
         except LogUnavailable as exc:
             raise errors.StoreError(f"The schema log is unavailable: {exc}") from None
         if not caught_up:
             raise errors.StoreTimeout("Timed out reading the schema log to its end")
+        return end
 
-    def _append_locked(self, records: list[tuple[Key, Value | None]]) -> None:
-        """Append `records` and wait until this node has applied the last one."""
-        offset = -1
+    def _append(self, records: list[tuple[Key, Value | None]], expected: int) -> int:
+        """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset."""
+        offset = expected - 1
         try:
             for key, value in records:
                 raw_value = encode_value(value)
@@ -514,13 +540,16 @@ class RegistryService:
                 if raw_value is not None:
                     forms = forms[-1:]
                 for raw_key in forms:
-                    offset = self._log.append(raw_key, raw_value)
+                    offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1)
         except LogFenced as exc:
             raise errors.UnknownLeader(f"This node is no longer the leader: {exc}") from None
         except LogUnavailable as exc:
             raise errors.StoreError(f"The schema log did not accept the write: {exc}") from None
-        if not self._reader.wait_until(offset + 1, self._timeout):
-            raise errors.StoreTimeout("Timed out waiting for the write to be applied")
+        return offset
+
+
+_WRITE_ATTEMPTS = 20
+T = TypeVar("T")
 
 
 def parse_version(version: str) -> int:

@@ -19,11 +19,21 @@ class LogFenced(RuntimeError):
     """This node may no longer append: another writer has taken over."""
 
 
+class LogConflict(RuntimeError):
+    """The log's end was not where the writer expected: someone else appended first.
+
+    The writer should catch up, re-validate and try again.
+    """
+
+
 class Log(Protocol):
-    def append(self, key: bytes, value: bytes | None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
         """Durably append one record (a None value is a tombstone) and return its offset.
 
-        Blocks until the record is durable. Raises LogUnavailable or LogFenced.
+        With `expected_offset`, append only if the record would land exactly there
+        (the log's end has not moved since the writer caught up); else raise LogConflict
+        and write nothing. Blocks until the record is durable. Raises LogUnavailable,
+        LogFenced or LogConflict.
         """
 
     def read(self, from_offset: int, max_records: int, timeout: float) -> list[LogRecord]:

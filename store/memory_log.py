@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 
+from store.log import LogConflict
 from store.records import LogRecord
 
 
@@ -15,9 +16,11 @@ class MemoryLog:
         self._changed = threading.Condition()
         self._closed = False
 
-    def append(self, key: bytes, value: bytes | None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
         with self._changed:
             offset = self._next
+            if expected_offset is not None and expected_offset != offset:
+                raise LogConflict(f"log end is {offset}, not {expected_offset}")
             self._records.append(LogRecord(offset, key, value))
             self._next += 1
             self._changed.notify_all()

@@ -76,7 +76,7 @@ class LogReader:
                 self._stopping.wait(_POLL_SECONDS)
                 continue
             if not records:
-                continue
+                continue  # read() waited for up to its timeout; go round and check stopping
             for record in records:
                 self._apply(record.key, record.value, record.offset)
             with self._applied:

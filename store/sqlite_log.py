@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 
-from store.log import LogUnavailable
+from store.log import LogConflict, LogUnavailable
 from store.records import LogRecord
 
 _SCHEMA = """
@@ -61,18 +61,20 @@ class SqliteLog:
             self._local.conn = conn
         return conn
 
-    def append(self, key: bytes, value: bytes | None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
         conn = self._conn()
         with self._write_lock:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    offset = int(conn.execute("SELECT value FROM next_offset").fetchone()[0])
+                    if expected_offset is not None and expected_offset != offset:
+                        raise LogConflict(f"log end is {offset}, not {expected_offset}")
                     if value is None:
                         # Drop older tombstones of this key but keep its latest value.
                         conn.execute("DELETE FROM log WHERE key = ? AND value IS NULL", (key,))
                     else:
                         conn.execute("DELETE FROM log WHERE key = ?", (key,))
-                    offset = int(conn.execute("SELECT value FROM next_offset").fetchone()[0])
                     conn.execute("INSERT INTO log(offset, key, value) VALUES (?, ?, ?)",
                                  (offset, key, value))
                     conn.execute("UPDATE next_offset SET value = ?", (offset + 1,))
