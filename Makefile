@@ -1,0 +1,55 @@
+# Two commands do all the setup on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip==24.3.1
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+## install: create .venv and install the CLI at .venv/bin/schema-registry
+install: $(STAMP)
+
+## run: serve a registry on the embedded store at http://localhost:8081
+run: install
+	$(BIN)/schema-registry serve $(CONFIG)
+
+## test: install what the tests need, fetch Kafka and ZooKeeper, run every test
+test: $(TEST_STAMP) infra-fetch
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+test-unit: $(TEST_STAMP)
+	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+
+test-integration: $(TEST_STAMP) infra-fetch
+	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider
+
+## infra-*: real Kafka (KRaft) and ZooKeeper from Maven Central, on loopback
+infra-fetch:
+	python3 infra/infra.py fetch
+
+infra-up: infra-fetch
+	python3 infra/infra.py up
+
+infra-down:
+	python3 infra/infra.py down
+
+## bench: the benchmarks under bench/ (see bench/README.md)
+bench: $(TEST_STAMP)
+	$(BIN)/python bench/read_throughput.py
+	$(BIN)/python bench/register_latency.py
+
+clean:
+	rm -rf $(VENV) data .infra *.egg-info
