@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import quote, unquote_to_bytes
 
 import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import PathConverter
 
 from registry import errors
 from registry.service import RegistryService
@@ -35,11 +35,6 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 def raw_response(text: str) -> Response:
     return Response(text, status=200, content_type=CONTENT_TYPE)
-
-
-def path_text(segment: str) -> str:
-    """Decode one percent-encoded path segment (a subject name) to text."""
-    return unquote_to_bytes(segment.encode("latin-1")).decode("utf-8", errors="replace")
 
 
 def json_body() -> dict[str, Any]:
@@ -74,27 +69,16 @@ def int_arg(name: str, default: int) -> int:
         raise errors.UnprocessableEntity(f"Query parameter {name} must be an integer, got {value!r}") from None
 
 
-class RawPathMiddleware:
-    """Route on the path as the client encoded it, so `%2F` in a subject is not a `/`.
+class SubjectConverter(PathConverter):
+    """A subject in a path: any text, `/` included, matched greedily.
 
-    WSGI servers decode PATH_INFO, which turns the subject `a/b` (sent as `a%2Fb`)
-    into two path segments. We re-derive PATH_INFO from the raw request URI, keeping
-    each segment percent-encoded; views decode segments with `path_text`.
+    Servers hand WSGI apps the decoded path, so the subject `a/b` (sent as `a%2Fb`)
+    arrives as two segments. Matching greedily lets the route's fixed tail
+    (`/versions/1/schema`) decide where the subject ends.
     """
 
-    def __init__(self, app: Any) -> None:
-        self._app = app
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
-        if raw:
-            path = raw.split("?", 1)[0]
-            if "://" in path:  # an absolute-form request target
-                path = "/" + path.split("://", 1)[1].partition("/")[2]
-        else:
-            path = quote(environ.get("PATH_INFO", ""), safe="/", encoding="latin-1")
-        environ["PATH_INFO"] = path
-        return self._app(environ, start_response)
+    regex = "[^/].*"
+    part_isolating = False
 
 
 def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 * 1024,
@@ -107,10 +91,10 @@ def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 *
     app.extensions["registry.service"] = service
     app.extensions["registry.metadata"] = {"kafka-cluster": cluster_id,
                                            "schema-registry-cluster": registry_group}
+    app.url_map.converters["subject"] = SubjectConverter
     app.register_blueprint(subject_routes)
     app.register_blueprint(schema_routes)
     app.register_blueprint(config_routes)
-    app.wsgi_app = RawPathMiddleware(app.wsgi_app)  # type: ignore[method-assign]
     app.url_map.strict_slashes = False
 
     @app.before_request

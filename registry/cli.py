@@ -4,8 +4,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
-from registry.settings import ConfigError, load_settings
+from registry.settings import ConfigError, Settings, load_settings
 
 log = logging.getLogger("registry")
 
@@ -35,38 +38,33 @@ def main(argv: list[str] | None = None) -> int:
     return run(settings)
 
 
-def run(settings) -> int:
-    """Build the node, serve until a signal, then shut down cleanly. Returns the exit code."""
-    from registry.api import create_app
-    from registry.node import build_node
+def run(settings: Settings) -> int:
+    """Serve until a signal, then shut down cleanly. Returns the exit code."""
     from registry.server import serve
 
-    try:
-        node = build_node(settings)
-    except Exception as exc:  # a store that cannot be opened: say so, no traceback wall
-        log.error("cannot start: %s", exc)
-        return 1
-    try:
-        app = create_app(node.service, max_request_bytes=settings.max_request_bytes,
-                         registry_group=settings.get("schema.registry.group.id"))
-        _, host, port = settings.listener
-        serve(app, host, port, threads=settings.server_threads,
-              on_started=lambda: _report_ready(node.service))
-    finally:
-        node.close()
+    _, host, port = settings.listener
+    log.info("serving on http://%s:%d", host, port)
+    serve(lambda: build_app(settings), host, port, threads=settings.server_threads)
     log.info("stopped")
     return 0
 
 
-def _report_ready(service) -> None:
-    import threading
+def build_app(settings: Settings) -> tuple[Any, Callable[[], None]]:
+    """Build the node and its app (in the serving process); return the app and a closer."""
+    from registry.api import create_app
+    from registry.node import build_node
 
-    def wait() -> None:
-        while not service.wait_ready(60):
+    node = build_node(settings)
+    app = create_app(node.service, max_request_bytes=settings.max_request_bytes,
+                     registry_group=settings.get("schema.registry.group.id"))
+
+    def report_ready() -> None:
+        while not node.service.wait_ready(60):
             log.info("still reading the schema log")
         log.info("ready: caught up with the schema log")
 
-    threading.Thread(target=wait, name="readiness", daemon=True).start()
+    threading.Thread(target=report_ready, name="readiness", daemon=True).start()
+    return app, node.close
 
 
 if __name__ == "__main__":

@@ -1,8 +1,4 @@
-"""The REST resources, grouped as Confluent groups them. Each view only translates.
-
-Path parameters arrive percent-encoded (see `registry.api.RawPathMiddleware`) and
-are decoded with `path_text`.
-"""
+"""The REST resources, grouped as Confluent groups them. Each view only translates."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +6,7 @@ from typing import Any
 from flask import Blueprint, current_app, request
 
 from registry import errors
-from registry.api import flag, int_arg, json_body, json_response, path_text, raw_response
+from registry.api import flag, int_arg, json_body, json_response, raw_response
 from registry.service import MAX_INT32, NewSchema, RegisterRequest, RegistryService
 from store.cache import StoredSchema
 from store.records import SchemaReference, SchemaValue
@@ -129,65 +125,65 @@ def list_subjects() -> Any:
                                              deleted=flag("deleted"), deleted_only=flag("deletedOnly")))
 
 
-@subject_routes.post("/subjects/<subject>")
+@subject_routes.post("/subjects/<subject:subject>")
 def lookup_schema(subject: str) -> Any:
     service = _service()
-    found = service.lookup(path_text(subject), _resolve_latest_references(_new_schema(json_body())),
+    found = service.lookup(subject, _resolve_latest_references(_new_schema(json_body())),
                            normalize=flag("normalize"), deleted=flag("deleted"))
     return json_response(_version_body(found))
 
 
-@subject_routes.delete("/subjects/<subject>")
+@subject_routes.delete("/subjects/<subject:subject>")
 def delete_subject(subject: str) -> Any:
-    return json_response(_service().delete_subject(path_text(subject), permanent=flag("permanent")))
+    return json_response(_service().delete_subject(subject, permanent=flag("permanent")))
 
 
-@subject_routes.get("/subjects/<subject>/versions")
+@subject_routes.get("/subjects/<subject:subject>/versions")
 def list_versions(subject: str) -> Any:
-    return json_response(_service().versions(path_text(subject), deleted=flag("deleted")))
+    return json_response(_service().versions(subject, deleted=flag("deleted")))
 
 
-@subject_routes.post("/subjects/<subject>/versions")
+@subject_routes.post("/subjects/<subject:subject>/versions")
 def register(subject: str) -> Any:
     body = json_body()
     schema = _resolve_latest_references(_new_schema(body))
-    value = _service().register(path_text(subject), RegisterRequest(
+    value = _service().register(subject, RegisterRequest(
         schema, normalize=flag("normalize"),
         schema_id=_optional_positive(body, "id"), version=_optional_positive(body, "version")))
     return json_response({"id": value.id})
 
 
-@subject_routes.get("/subjects/<subject>/versions/<version>")
+@subject_routes.get("/subjects/<subject:subject>/versions/<version>")
 def get_version(subject: str, version: str) -> Any:
-    return json_response(_version_body(_service().version(path_text(subject), path_text(version),
+    return json_response(_version_body(_service().version(subject, version,
                                                           deleted=flag("deleted"))))
 
 
-@subject_routes.get("/subjects/<subject>/versions/<version>/schema")
+@subject_routes.get("/subjects/<subject:subject>/versions/<version>/schema")
 def get_version_schema(subject: str, version: str) -> Any:
-    return raw_response(_service().version(path_text(subject), path_text(version),
+    return raw_response(_service().version(subject, version,
                                            deleted=flag("deleted")).schema)
 
 
-@subject_routes.get("/subjects/<subject>/versions/<version>/referencedby")
+@subject_routes.get("/subjects/<subject:subject>/versions/<version>/referencedby")
 def referenced_by(subject: str, version: str) -> Any:
-    return json_response(_service().referenced_by(path_text(subject), path_text(version)))
+    return json_response(_service().referenced_by(subject, version))
 
 
-@subject_routes.delete("/subjects/<subject>/versions/<version>")
+@subject_routes.delete("/subjects/<subject:subject>/versions/<version>")
 def delete_version(subject: str, version: str) -> Any:
-    return json_response(_service().delete_version(path_text(subject), path_text(version),
+    return json_response(_service().delete_version(subject, version,
                                                    permanent=flag("permanent")))
 
 
-@subject_routes.post("/compatibility/subjects/<subject>/versions/<version>")
+@subject_routes.post("/compatibility/subjects/<subject:subject>/versions/<version>")
 def check_version(subject: str, version: str) -> Any:
-    return _compatibility(path_text(subject), path_text(version))
+    return _compatibility(subject, version)
 
 
-@subject_routes.post("/compatibility/subjects/<subject>/versions")
+@subject_routes.post("/compatibility/subjects/<subject:subject>/versions")
 def check_all_versions(subject: str) -> Any:
-    return _compatibility(path_text(subject), None)
+    return _compatibility(subject, None)
 
 
 def _compatibility(subject: str, version: str | None) -> Any:
@@ -244,14 +240,14 @@ def get_schema_versions(schema_id: str) -> Any:
 
 
 def _subject_or_global(subject: str | None) -> str | None:
-    return None if subject is None else path_text(subject)
+    return None if subject is None else subject
 
 
 @config_routes.get("/config")
-@config_routes.get("/config/<subject>")
+@config_routes.get("/config/<subject:subject>")
 def get_config(subject: str | None = None) -> Any:
     service = _service()
-    name = _subject_or_global(subject)
+    name = subject
     if name is None:
         return json_response({"compatibilityLevel": service.global_compatibility().value})
     level = service.subject_compatibility(name)
@@ -264,27 +260,27 @@ def get_config(subject: str | None = None) -> Any:
 
 
 @config_routes.put("/config")
-@config_routes.put("/config/<subject>")
+@config_routes.put("/config/<subject:subject>")
 def put_config(subject: str | None = None) -> Any:
     body = json_body()
     level = body.get("compatibility", body.get("compatibilityLevel"))
     if level is None:
         raise errors.InvalidCompatibilityLevel("Invalid compatibility level: none given")
-    return json_response({"compatibility": _service().set_compatibility(_subject_or_global(subject), level).value})
+    return json_response({"compatibility": _service().set_compatibility(subject, level).value})
 
 
 @config_routes.delete("/config")
-@config_routes.delete("/config/<subject>")
+@config_routes.delete("/config/<subject:subject>")
 def delete_config(subject: str | None = None) -> Any:
-    previous = _service().delete_compatibility(_subject_or_global(subject))
+    previous = _service().delete_compatibility(subject)
     return json_response({"compatibilityLevel": previous.value})
 
 
 @config_routes.get("/mode")
-@config_routes.get("/mode/<subject>")
+@config_routes.get("/mode/<subject:subject>")
 def get_mode(subject: str | None = None) -> Any:
     service = _service()
-    name = _subject_or_global(subject)
+    name = subject
     if name is None:
         return json_response({"mode": service.global_mode().value})
     mode = service.subject_mode(name)
@@ -296,18 +292,18 @@ def get_mode(subject: str | None = None) -> Any:
 
 
 @config_routes.put("/mode")
-@config_routes.put("/mode/<subject>")
+@config_routes.put("/mode/<subject:subject>")
 def put_mode(subject: str | None = None) -> Any:
     mode = json_body().get("mode")
     if mode is None:
         raise errors.InvalidMode("Invalid mode: none given")
-    return json_response({"mode": _service().set_mode(_subject_or_global(subject), mode, force=flag("force")).value})
+    return json_response({"mode": _service().set_mode(subject, mode, force=flag("force")).value})
 
 
 @config_routes.delete("/mode")
-@config_routes.delete("/mode/<subject>")
+@config_routes.delete("/mode/<subject:subject>")
 def delete_mode(subject: str | None = None) -> Any:
-    return json_response({"mode": _service().delete_mode(_subject_or_global(subject)).value})
+    return json_response({"mode": _service().delete_mode(subject).value})
 
 
 @config_routes.get("/v1/metadata/id")

@@ -1,0 +1,75 @@
+"""Serving the WSGI app with granian, chosen by `bench/wsgi_servers.py`.
+
+On this 2-core machine, with the load tool sharing it, granian (Rust HTTP, Python
+only for the app) served Flask at ~7,700-8,800 req/s in one worker process, ahead of
+bjoern and socketify (single-threaded: one slow write would stall every read) and far
+ahead of gunicorn (2,300-4,300) and waitress (4,300).
+
+Granian runs a supervisor process and a worker process. The worker is forked, so the
+node (log, reader thread, cache) is built in the worker by `build`, never before the
+fork. Two details make the pair behave like one process:
+- the worker asks the kernel to kill it when the supervisor dies, so `kill -9` of the
+  registry's pid really stops the node (failover tests depend on it);
+- the worker runs `close` after granian's serving loop returns on SIGTERM, so the node
+  shuts down cleanly (leaving its election, flushing its log).
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+WsgiApp = Callable[..., Any]
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the worker outlives a killed supervisor
+        log.warning("cannot tie the worker's life to the supervisor on this platform")
+
+
+def serve(build: Callable[[], tuple[WsgiApp, Callable[[], None]]], host: str, port: int,
+          threads: int) -> None:
+    """Serve until SIGTERM or SIGINT. Blocks.
+
+    `build` runs in the worker process and returns the WSGI app and a `close` function
+    called when the worker stops. `threads` is how many requests run Python at once.
+    """
+    from granian.constants import Interfaces
+    from granian.server import Server
+    from granian.server.mp import MPServer
+
+    closers: list[Callable[[], None]] = []
+
+    def load(_target: str) -> WsgiApp:
+        _die_with_parent()
+        app, close = build()
+        closers.append(close)
+        return app
+
+    def worker(*args: Any, **kwargs: Any) -> None:
+        # Granian's own WSGI worker, then our clean-up, in the worker process.
+        try:
+            MPServer._spawn_wsgi_worker(*args, **kwargs)
+        finally:
+            for close in closers:
+                close()
+
+    server = Server(
+        "registry:app",  # unused: `load` builds the app
+        address=host,
+        port=port,
+        interface=Interfaces.WSGI,
+        workers=1,
+        blocking_threads=threads,
+        backlog=2048,
+        log_enabled=False,
+    )
+    server.serve(spawn_target=worker, target_loader=load)
