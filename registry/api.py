@@ -15,6 +15,7 @@ from werkzeug.routing import PathConverter
 
 from registry import errors
 from registry.service import RegistryService
+from store.cache import StoredSchema
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,61 @@ class SubjectConverter(PathConverter):
     part_isolating = False
 
 
+class SchemaByIdFastPath:
+    """Serves `GET /schemas/ids/{id}` (no query string) without entering Flask.
+
+    It is the read every consumer makes, and Flask's per-request machinery costs
+    several times the lookup itself. The body is built by the same function the
+    Flask view uses (`schema_body`) and memoised per id; the memo entry is reused only
+    while the cache still holds the very same `StoredSchema`, so a hard delete is seen
+    at once. Anything else (not ready, unknown id, other paths, query strings) goes
+    to Flask unchanged, so errors keep one way out.
+    """
+
+    _PREFIX = "/schemas/ids/"
+
+    def __init__(self, app: Any, service: RegistryService) -> None:
+        self._app = app
+        self._service = service
+        self._memo: dict[int, tuple[object, bytes]] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        path: str = environ.get("PATH_INFO", "")
+        if (environ.get("REQUEST_METHOD") == "GET" and path.startswith(self._PREFIX)
+                and not environ.get("QUERY_STRING") and self._service.is_ready()):
+            digits = path[len(self._PREFIX):]
+            if digits.isdigit() and len(digits) <= 10:
+                body = self._body(int(digits))
+                if body is not None:
+                    start_response("200 OK", [("Content-Type", CONTENT_TYPE),
+                                              ("Content-Length", str(len(body)))])
+                    return [body]
+        return self._app(environ, start_response)
+
+    def _body(self, schema_id: int) -> bytes | None:
+        stored = self._service.cached_schema(schema_id)
+        if stored is None:
+            return None
+        memo = self._memo.get(schema_id)
+        if memo is not None and memo[0] is stored:
+            return memo[1]
+        body = orjson.dumps(schema_body(stored))
+        self._memo[schema_id] = (stored, body)
+        return body
+
+
+def schema_body(stored: StoredSchema) -> dict[str, Any]:
+    """The body of `GET /schemas/ids/{id}`."""
+    body: dict[str, Any] = {}
+    if stored.schema_type != "AVRO":
+        body["schemaType"] = stored.schema_type
+    if stored.references:
+        body["references"] = [{"name": r.name, "subject": r.subject, "version": r.version}
+                              for r in stored.references]
+    body["schema"] = stored.schema
+    return body
+
+
 def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 * 1024,
                cluster_id: str = "embedded", registry_group: str = "schema-registry") -> Flask:
     """Build a Flask app serving `service`. No global state: build as many as you like."""
@@ -96,6 +152,7 @@ def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 *
     app.register_blueprint(schema_routes)
     app.register_blueprint(config_routes)
     app.url_map.strict_slashes = False
+    app.wsgi_app = SchemaByIdFastPath(app.wsgi_app, service)  # type: ignore[method-assign]
 
     @app.before_request
     def _require_ready() -> None:

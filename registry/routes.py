@@ -6,9 +6,8 @@ from typing import Any
 from flask import Blueprint, current_app, request
 
 from registry import errors
-from registry.api import flag, int_arg, json_body, json_response, raw_response
+from registry.api import flag, int_arg, json_body, json_response, raw_response, schema_body
 from registry.service import MAX_INT32, NewSchema, RegisterRequest, RegistryService
-from store.cache import StoredSchema
 from store.records import SchemaReference, SchemaValue
 
 subject_routes = Blueprint("subjects", __name__)
@@ -89,16 +88,6 @@ def _version_body(value: SchemaValue) -> dict[str, Any]:
 
 def _references_body(refs: tuple[SchemaReference, ...]) -> list[dict[str, Any]]:
     return [{"name": r.name, "subject": r.subject, "version": r.version} for r in refs]
-
-
-def _schema_body(stored: StoredSchema) -> dict[str, Any]:
-    body: dict[str, Any] = {}
-    if stored.schema_type != "AVRO":
-        body["schemaType"] = stored.schema_type
-    if stored.references:
-        body["references"] = _references_body(stored.references)
-    body["schema"] = stored.schema
-    return body
 
 
 def _schema_id(raw: str) -> int:
@@ -214,7 +203,7 @@ def schema_types() -> Any:
 @schema_routes.get("/schemas/ids/<schema_id>")
 def get_schema(schema_id: str) -> Any:
     service = _service()
-    body = _schema_body(service.schema_by_id(_schema_id(schema_id), request.args.get("subject")))
+    body = schema_body(service.schema_by_id(_schema_id(schema_id), request.args.get("subject")))
     if flag("fetchMaxId"):
         body["maxId"] = service.max_id()
     return json_response(body)

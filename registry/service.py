@@ -239,6 +239,10 @@ class RegistryService:
             raise errors.SchemaNotFound("Schema not found")
         return stored
 
+    def cached_schema(self, schema_id: int) -> StoredSchema | None:
+        """The content `schema_id` names now, or None; never raises (the fast read path)."""
+        return self._cache.schema_by_id(schema_id)
+
     def max_id(self) -> int:
         return self._cache.max_id
 

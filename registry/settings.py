@@ -31,7 +31,7 @@ DEFAULTS: dict[str, str] = {
     # Our additions, in the same style.
     "embedded.store.path": "./data",
     "max.request.bytes": str(16 * 1024 * 1024),
-    "server.threads": "32",
+    "server.threads": "8",
 }
 
 

@@ -1,0 +1,143 @@
+"""Read throughput of `GET /schemas/ids/{id}`, and memory, side by side with references.
+
+Issue 2's measure: 1,000 schemas, 100 concurrent connections, an independent load tool
+(wrk) on this same machine; median req/s and p99 over several runs. In the same run,
+the reference: a bare WSGI callable on the same server (granian) returning a constant
+body of the same size, i.e. the ceiling for any Python app on this server here.
+Confluent's published figure for the same test on 2 CPUs (Apicurio issue #9887) is
+6,088 req/s; it cannot run here, so it is quoted, not measured.
+
+Memory: RSS of the registry (supervisor + worker) with 10,000 schemas, next to an
+empty registry, both measured in this run.
+
+Needs wrk (`apt-get install -y wrk`). Usage: python bench/read_throughput.py [--runs 3]
+[--duration 10] [--threads 1,2,8,32]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from registry_process import ROOT, free_port, prefill, registry, rss_kib  # noqa: E402
+
+CONFLUENT_PUBLISHED = 6088
+LUA = """
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("GET", "/schemas/ids/" .. ((counter % 1000) + 1))
+end
+"""
+CEILING_APP = '''
+BODY = b'{"schema":"' + b"x" * 190 + b'"}'
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "application/vnd.schemaregistry.v1+json"),
+                              ("Content-Length", str(len(BODY)))])
+    return [BODY]
+'''
+
+
+def wrk(url: str, duration: int, script: Path) -> tuple[float, float]:
+    """One wrk run: (requests per second, p99 latency in ms)."""
+    out = subprocess.run(["wrk", "-t2", "-c100", f"-d{duration}s", "--latency", "-s", str(script), url],
+                         capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw errors:\n{out}")
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()
+    p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    return rps, p99
+
+
+def measure(url: str, runs: int, duration: int, script: Path) -> tuple[float, float, list[float]]:
+    wrk(url, 2, script)  # warm-up
+    results = [wrk(url, duration, script) for _ in range(runs)]
+    return (statistics.median(r[0] for r in results), statistics.median(r[1] for r in results),
+            [r[0] for r in results])
+
+
+def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float, float, list[float]]:
+    work = Path(tempfile.mkdtemp())
+    (work / "ceiling_app.py").write_text(CEILING_APP)
+    port = free_port()
+    proc = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "wsgi", "--host", "127.0.0.1",
+                             "--port", str(port), "--blocking-threads", str(threads), "--no-log", "ceiling_app:app"],
+                            cwd=work, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(url + "/schemas/ids/1", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        return measure(url, runs, duration, script)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--threads", default="32", help="server.threads values to try, comma-separated")
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is needed: apt-get install -y wrk")
+    work = Path(tempfile.mkdtemp())
+    script = work / "ids.lua"
+    script.write_text(LUA)
+    rows = []
+    try:
+        for threads in [int(t) for t in args.threads.split(",")]:
+            data = work / f"read-{threads}"
+            data.mkdir()
+            prefill(data, 1000)
+            with registry(data, {"SCHEMA_REGISTRY_SERVER_THREADS": str(threads)}) as (url, _):
+                rps, p99, each = measure(url, args.runs, args.duration, script)
+            rows.append((f"ours, server.threads={threads}", rps, p99, each))
+            c_rps, c_p99, c_each = ceiling(args.runs, args.duration, script, threads)
+            rows.append((f"reference: bare WSGI on granian, {threads} threads", c_rps, c_p99, c_each))
+
+        empty, full = work / "empty", work / "full"
+        empty.mkdir()
+        full.mkdir()
+        prefill(full, 10_000)
+        with registry(empty) as (_, pid):
+            rss_empty = rss_kib(pid)
+        with registry(full) as (url, pid):
+            urllib.request.urlopen(url + "/schemas/ids/10000").read()
+            rss_full = rss_kib(pid)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\nGET /schemas/ids/{{id}}: 1,000 schemas, wrk -t2 -c100, {args.runs} x {args.duration}s, median")
+    print(f"{'server':48} {'req/s':>8} {'p99 ms':>8}  runs")
+    for name, rps, p99, each in rows:
+        print(f"{name:48} {rps:8.0f} {p99:8.1f}  {', '.join(f'{r:.0f}' for r in each)}")
+    for i in range(0, len(rows), 2):
+        ours, ref = rows[i], rows[i + 1]
+        print(f"ratio {ours[0]}: {ours[1] / ref[1]:.2f}x the bare-WSGI ceiling, "
+              f"{ours[1] / CONFLUENT_PUBLISHED:.2f}x Confluent's published {CONFLUENT_PUBLISHED} req/s")
+    print(f"\nRSS, supervisor + worker: empty registry {rss_empty / 1024:.1f} MiB, "
+          f"10,000 schemas {rss_full / 1024:.1f} MiB (+{(rss_full - rss_empty) / 1024:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()

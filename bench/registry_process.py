@@ -1,0 +1,101 @@
+"""Start and stop a registry through its CLI, for benchmarks. Loopback only."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = ROOT / ".venv" / "bin" / "schema-registry"
+sys.path.insert(0, str(ROOT))
+
+from store.records import SchemaKey, SchemaValue, encode_key, encode_value  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def avro_record(n: int) -> str:
+    """A realistic ~10-field record schema, distinct for each n."""
+    fields = [{"name": f"f{i}", "type": t} for i, t in enumerate(
+        ["long", "string", "double", ["null", "string"], "boolean", "int", "bytes", "float"])]
+    fields.append({"name": "tags", "type": {"type": "array", "items": "string"}})
+    return json.dumps({"type": "record", "name": f"Event{n}", "namespace": "bench", "fields": fields},
+                      separators=(",", ":"))
+
+
+def prefill(data_dir: Path, count: int) -> None:
+    """Write `count` schema records straight into the embedded log, in one transaction.
+
+    Registering them over HTTP would cost one fsync each; the node replays these
+    records exactly as it would replay its own.
+    """
+    from store.sqlite_log import SqliteLog
+
+    path = data_dir / "schemas.sqlite"
+    SqliteLog(str(path)).close()  # creates the tables
+    conn = sqlite3.connect(path)
+    with conn:
+        rows = []
+        for n in range(1, count + 1):
+            key = SchemaKey(f"subject-{n}", 1)
+            rows.append((n - 1, encode_key(key), encode_value(SchemaValue(key.subject, 1, n, avro_record(n)))))
+        conn.executemany("INSERT INTO log(offset, key, value) VALUES (?, ?, ?)", rows)
+        conn.execute("UPDATE next_offset SET value = ?", (count,))
+    conn.close()
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of `pid` and its children, in KiB."""
+    total = 0
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for p in pids:
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total
+
+
+@contextmanager
+def registry(data_dir: Path, env: dict[str, str] | None = None, ready_timeout: float = 60) -> Iterator[tuple[str, int]]:
+    """Run `schema-registry serve` on a free loopback port; yield (url, pid). Always stops it."""
+    port = free_port()
+    environ = dict(os.environ, SCHEMA_REGISTRY_LISTENERS=f"http://127.0.0.1:{port}",
+                   SCHEMA_REGISTRY_EMBEDDED_STORE_PATH=str(data_dir), **(env or {}))
+    proc = subprocess.Popen([str(CLI), "serve", "--log-level", "WARNING"], env=environ,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/ready", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the registry did not become ready")
+            time.sleep(0.05)
+        yield url, proc.pid
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
