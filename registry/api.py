@@ -78,7 +78,9 @@ class SubjectConverter(PathConverter):
     (`/versions/1/schema`) decide where the subject ends.
     """
 
-    regex = "[^/].*"
+    # `.+`, not `[^/].*`: a subject may itself start with "/" (sent as %2F...); with
+    # `[^/].*` Werkzeug merged the slashes and redirected, renaming the subject.
+    regex = ".+"
     part_isolating = False
 
 

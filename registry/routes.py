@@ -177,7 +177,13 @@ def check_all_versions(subject: str) -> Any:
 
 def _compatibility(subject: str, version: str | None) -> Any:
     schema = _resolve_latest_references(_new_schema(json_body()))
-    problems = _service().check_compatibility(subject, version, schema, normalize=flag("normalize"))
+    try:
+        problems = _service().check_compatibility(subject, version, schema, normalize=flag("normalize"))
+    except errors.InvalidSchema as exc:
+        # Confluent's CompatibilityResource: with verbose an invalid schema is an answer.
+        if not flag("verbose"):
+            raise
+        problems = [exc.message]
     body: dict[str, Any] = {"is_compatible": not problems}
     if flag("verbose"):
         body["messages"] = problems
@@ -261,7 +267,11 @@ def put_config(subject: str | None = None) -> Any:
 @config_routes.delete("/config")
 @config_routes.delete("/config/<subject:subject>")
 def delete_config(subject: str | None = None) -> Any:
-    previous = _service().delete_compatibility(subject)
+    try:
+        previous = _service().delete_compatibility(subject)
+    except errors.SubjectConfigNotFound:
+        # Confluent's ConfigResource.deleteSubjectConfig answers 40401 here, not 40408.
+        raise errors.SubjectNotFound(f"Subject '{subject}' not found.") from None
     return json_response({"compatibilityLevel": previous.value})
 
 
@@ -292,7 +302,12 @@ def put_mode(subject: str | None = None) -> Any:
 @config_routes.delete("/mode")
 @config_routes.delete("/mode/<subject:subject>")
 def delete_mode(subject: str | None = None) -> Any:
-    return json_response({"mode": _service().delete_mode(subject).value})
+    try:
+        previous = _service().delete_mode(subject)
+    except errors.SubjectModeNotFound:
+        # Confluent's ModeResource.deleteSubjectMode answers 40401 here, not 40409.
+        raise errors.SubjectNotFound(f"Subject '{subject}' not found.") from None
+    return json_response({"mode": previous.value})
 
 
 @config_routes.get("/v1/metadata/id")

@@ -217,7 +217,9 @@ class RegistryService:
         """Resolve `version` ("latest", "-1" or a number) within `subject`."""
         number = parse_version(version)
         versions = self._visible_versions(subject, deleted=True)
-        if not versions:
+        if not any(deleted or not v.deleted for v in versions):
+            # As Confluent: a subject whose versions are all soft-deleted is not found
+            # unless `deleted` asks for them.
             raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
         if number == -1:
             visible = [v for v in versions if deleted or not v.deleted]
@@ -270,14 +272,15 @@ class RegistryService:
                 continue
             versions = self._visible_versions(subject, deleted)
             found += versions[-1:] if latest_only else versions
-        end = None if limit is None or limit < 0 else offset + limit
+        # Confluent's normalizeLimit: a limit of 0 or below means no limit.
+        end = None if limit is None or limit <= 0 else offset + limit
         return found[offset:end]
 
     def lookup(self, subject: str, new: NewSchema, normalize: bool = False,
                deleted: bool = False) -> SchemaValue:
         """The version of `subject` whose schema equals `new`, after canonicalising it."""
         versions = self._visible_versions(subject, deleted=True)
-        if not versions:
+        if not any(deleted or not v.deleted for v in versions):
             raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
         parsed = self._parse(new)
         wanted = {_text(parsed, normalize), parsed.canonical()}
@@ -308,8 +311,6 @@ class RegistryService:
     def register(self, subject: str, request: RegisterRequest) -> SchemaValue:
         """Register `request.schema` under `subject`; returns the (possibly existing) version."""
         mode = self.mode_for(subject)
-        if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
-            raise errors.OperationNotPermitted(f"Subject {subject} is in read-only mode")
         parsed = self._parse(request.schema)
         text = _text(parsed, request.normalize)
         if request.schema_id is not None and mode is not Mode.IMPORT:
@@ -326,7 +327,14 @@ class RegistryService:
                 if (not value.deleted and value.schema_type == request.schema.schema_type
                         and value.schema == text and value.references == request.schema.references
                         and request.schema_id in (None, value.id)):
+                    # Confluent looks the schema up before any mode check, so clients
+                    # that re-register on start-up work against a read-only registry.
                     return [], value
+            if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
+                raise errors.OperationNotPermitted(f"Subject {subject} is in read-only mode")
+            if mode is Mode.IMPORT and request.schema_id is None:
+                # As Confluent: IMPORT takes schemas with their ids; fresh ids need READWRITE.
+                raise errors.OperationNotPermitted(f"Subject {subject} is not in read-write mode")
             if mode is Mode.IMPORT:
                 value = self._import_value(subject, request, text, versions)
             else:

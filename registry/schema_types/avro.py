@@ -481,9 +481,10 @@ class _Parser:
     def fixed(self, obj: dict[str, JsonValue], namespace: str, path: str) -> _Fixed:
         short, space, fullname, doc, aliases = self.header(obj, namespace, path)
         size = obj.get("size")
-        if type(size) is not int or size < 0:
+        # Avro Java reads the size as a Java int: anything past 2^31-1 is invalid.
+        if type(size) is not int or not 0 <= size <= 2**31 - 1:
             raise InvalidSchema(
-                f"{_at(path)}: fixed {fullname!r} needs a non-negative integer 'size'"
+                f"{_at(path)}: fixed {fullname!r} needs a non-negative integer 'size' below 2^31"
             )
         props = _props(obj, _SCHEMA_RESERVED)
         fixed = _Fixed(short, space, fullname, doc, aliases, props, size,
