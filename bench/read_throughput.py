@@ -2,8 +2,10 @@
 
 Issue 2's measure: 1,000 schemas, 100 concurrent connections, an independent load tool
 (wrk) on this same machine; median req/s and p99 over several runs. In the same run,
-the reference: a bare WSGI callable on the same server (granian) returning a constant
-body of the same size, i.e. the ceiling for any Python app on this server here.
+the reference: a bare ASGI callable on the same server (granian, the interface we
+serve through) returning a constant body of the same size, i.e. the ceiling for any
+Python app on this server here. Also shown: a read that goes through Flask's routing
+(`GET /subjects/{s}/versions/latest`), which the id fast path does not cover.
 Confluent's published figure for the same test on 2 CPUs (Apicurio issue #9887) is
 6,088 req/s; it cannot run here, so it is quoted, not measured.
 
@@ -41,11 +43,18 @@ end
 """
 CEILING_APP = '''
 BODY = b'{"schema":"' + b"x" * 190 + b'"}'
-def app(environ, start_response):
-    start_response("200 OK", [("Content-Type", "application/vnd.schemaregistry.v1+json"),
-                              ("Content-Length", str(len(BODY)))])
-    return [BODY]
+HEADERS = [(b"content-type", b"application/vnd.schemaregistry.v1+json"), (b"content-length", b"%d" % len(BODY))]
+async def app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": BODY})
 '''
+LATEST_LUA = """
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("GET", "/subjects/subject-" .. ((counter % 1000) + 1) .. "/versions/latest")
+end
+"""
 
 
 def wrk(url: str, duration: int, script: Path) -> tuple[float, float]:
@@ -71,8 +80,8 @@ def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float
     work = Path(tempfile.mkdtemp())
     (work / "ceiling_app.py").write_text(CEILING_APP)
     port = free_port()
-    proc = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "wsgi", "--host", "127.0.0.1",
-                             "--port", str(port), "--blocking-threads", str(threads), "--no-log", "ceiling_app:app"],
+    proc = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--host", "127.0.0.1",
+                             "--port", str(port), "--no-log", "ceiling_app:app"],
                             cwd=work, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -104,16 +113,22 @@ def main() -> None:
     script = work / "ids.lua"
     script.write_text(LUA)
     rows = []
+    flask_rows = []
     try:
         for threads in [int(t) for t in args.threads.split(",")]:
             data = work / f"read-{threads}"
             data.mkdir()
             prefill(data, 1000)
+            latest = work / "latest.lua"
+            latest.write_text(LATEST_LUA)
             with registry(data, {"SCHEMA_REGISTRY_SERVER_THREADS": str(threads)}) as (url, _):
                 rps, p99, each = measure(url, args.runs, args.duration, script)
+                f_rps, f_p99, f_each = measure(url, args.runs, args.duration, latest)
             rows.append((f"ours, server.threads={threads}", rps, p99, each))
             c_rps, c_p99, c_each = ceiling(args.runs, args.duration, script, threads)
-            rows.append((f"reference: bare WSGI on granian, {threads} threads", c_rps, c_p99, c_each))
+            rows.append(("reference: bare ASGI app on granian", c_rps, c_p99, c_each))
+            flask_rows.append((f"ours, via Flask: /subjects/{{s}}/versions/latest, threads={threads}",
+                               f_rps, f_p99, f_each))
 
         empty, full = work / "empty", work / "full"
         empty.mkdir()
@@ -133,8 +148,11 @@ def main() -> None:
         print(f"{name:48} {rps:8.0f} {p99:8.1f}  {', '.join(f'{r:.0f}' for r in each)}")
     for i in range(0, len(rows), 2):
         ours, ref = rows[i], rows[i + 1]
-        print(f"ratio {ours[0]}: {ours[1] / ref[1]:.2f}x the bare-WSGI ceiling, "
+        print(f"ratio {ours[0]}: {ours[1] / ref[1]:.2f}x the bare-ASGI ceiling, "
               f"{ours[1] / CONFLUENT_PUBLISHED:.2f}x Confluent's published {CONFLUENT_PUBLISHED} req/s")
+    for name, rps, p99, each in flask_rows:
+        print(f"{name:48} {rps:8.0f} {p99:8.1f}  {', '.join(f'{r:.0f}' for r in each)}  "
+              f"({rps / CONFLUENT_PUBLISHED:.2f}x Confluent's published figure)")
     print(f"\nRSS, supervisor + worker: empty registry {rss_empty / 1024:.1f} MiB, "
           f"10,000 schemas {rss_full / 1024:.1f} MiB (+{(rss_full - rss_empty) / 1024:.1f} MiB)")
 

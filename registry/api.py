@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import quote, unquote
 
 import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
-from werkzeug.routing import PathConverter
+from werkzeug.routing import BaseConverter
 
 from registry import errors
 from registry.service import RegistryService
@@ -70,52 +71,71 @@ def int_arg(name: str, default: int) -> int:
         raise errors.UnprocessableEntity(f"Query parameter {name} must be an integer, got {value!r}") from None
 
 
-class SubjectConverter(PathConverter):
-    """A subject in a path: any text, `/` included, matched greedily.
+class SubjectConverter(BaseConverter):
+    """A subject in a path: one percent-encoded segment, decoded as UTF-8.
 
-    Servers hand WSGI apps the decoded path, so the subject `a/b` (sent as `a%2Fb`)
-    arrives as two segments. Matching greedily lets the route's fixed tail
-    (`/versions/1/schema`) decide where the subject ends.
+    Routing runs on the path as the client encoded it (see `RawPathMiddleware`), so
+    the subject `a/b`, sent as `a%2Fb`, stays one segment and cannot be confused
+    with the route around it, whatever the subject contains.
     """
 
-    # `.+`, not `[^/].*`: a subject may itself start with "/" (sent as %2F...); with
-    # `[^/].*` Werkzeug merged the slashes and redirected, renaming the subject.
-    regex = ".+"
-    part_isolating = False
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return unquote(value, encoding="utf-8", errors="replace")
+
+    def to_url(self, value: str) -> str:
+        return quote(value, safe="")
+
+
+class RawPathMiddleware:
+    """Route on the request path as sent, when the server tells us what it was.
+
+    WSGI's PATH_INFO is already percent-decoded, which turns `%2F` inside a subject
+    into a path separator. Servers that keep the original request target (our ASGI
+    bridge, gunicorn, Werkzeug's test client) put it in RAW_URI or REQUEST_URI; we
+    route on that. With a server that keeps neither, subjects containing `/` cannot
+    be told apart from the route and are not supported.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+        if raw:
+            path = raw.split("?", 1)[0]
+            if "://" in path:  # an absolute-form request target
+                path = "/" + path.split("://", 1)[1].partition("/")[2]
+            environ["PATH_INFO"] = path
+        return self._app(environ, start_response)
 
 
 class SchemaByIdFastPath:
-    """Serves `GET /schemas/ids/{id}` (no query string) without entering Flask.
+    """Answers `GET /schemas/ids/{id}` (no query string) without entering Flask.
 
     It is the read every consumer makes, and Flask's per-request machinery costs
     several times the lookup itself. The body is built by the same function the
     Flask view uses (`schema_body`) and memoised per id; the memo entry is reused only
     while the cache still holds the very same `StoredSchema`, so a hard delete is seen
     at once. Anything else (not ready, unknown id, other paths, query strings) goes
-    to Flask unchanged, so errors keep one way out.
+    to Flask unchanged, so errors keep one way out. Never blocks.
     """
 
     _PREFIX = "/schemas/ids/"
 
-    def __init__(self, app: Any, service: RegistryService) -> None:
-        self._app = app
+    def __init__(self, service: RegistryService) -> None:
         self._service = service
         self._memo: dict[int, tuple[object, bytes]] = {}
 
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        path: str = environ.get("PATH_INFO", "")
-        if (environ.get("REQUEST_METHOD") == "GET" and path.startswith(self._PREFIX)
-                and not environ.get("QUERY_STRING") and self._service.is_ready()):
-            digits = path[len(self._PREFIX):]
-            if digits.isdigit() and len(digits) <= 10:
-                body = self._body(int(digits))
-                if body is not None:
-                    start_response("200 OK", [("Content-Type", CONTENT_TYPE),
-                                              ("Content-Length", str(len(body)))])
-                    return [body]
-        return self._app(environ, start_response)
-
-    def _body(self, schema_id: int) -> bytes | None:
+    def answer(self, method: str, path: str, query: str | bytes) -> bytes | None:
+        """The response body when this request is one the fast path serves, else None."""
+        if method != "GET" or query or not path.startswith(self._PREFIX) or not self._service.is_ready():
+            return None
+        digits = path[len(self._PREFIX):]
+        if not digits.isdigit() or len(digits) > 10:
+            return None
+        schema_id = int(digits)
         stored = self._service.cached_schema(schema_id)
         if stored is None:
             return None
@@ -125,6 +145,19 @@ class SchemaByIdFastPath:
         body = orjson.dumps(schema_body(stored))
         self._memo[schema_id] = (stored, body)
         return body
+
+    def wsgi(self, app: Any) -> Any:
+        """`app` with this fast path in front of it, for WSGI servers."""
+
+        def serve(environ: dict[str, Any], start_response: Any) -> Any:
+            body = self.answer(environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
+                               environ.get("QUERY_STRING", ""))
+            if body is None:
+                return app(environ, start_response)
+            start_response("200 OK", [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))])
+            return [body]
+
+        return serve
 
 
 def schema_body(stored: StoredSchema) -> dict[str, Any]:
@@ -154,7 +187,9 @@ def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 *
     app.register_blueprint(schema_routes)
     app.register_blueprint(config_routes)
     app.url_map.strict_slashes = False
-    app.wsgi_app = SchemaByIdFastPath(app.wsgi_app, service)  # type: ignore[method-assign]
+    fast_path = SchemaByIdFastPath(service)
+    app.extensions["registry.fast_path"] = fast_path
+    app.wsgi_app = RawPathMiddleware(fast_path.wsgi(app.wsgi_app))  # type: ignore[method-assign]
 
     @app.before_request
     def _require_ready() -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from registry.settings import ConfigError, Settings, load_settings
+from store.log import LogUnavailable
 
 log = logging.getLogger("registry")
 
@@ -44,18 +45,24 @@ def run(settings: Settings) -> int:
 
     _, host, port = settings.listener
     log.info("serving on http://%s:%d", host, port)
-    serve(lambda: build_app(settings), host, port, threads=settings.server_threads)
+    serve(lambda: build_app(settings), host, port)
     log.info("stopped")
     return 0
 
 
 def build_app(settings: Settings) -> tuple[Any, Callable[[], None]]:
-    """Build the node and its app (in the serving process); return the app and a closer."""
+    """Build the node and its ASGI app (in the serving process); return the app and a closer."""
     from registry.api import create_app
+    from registry.asgi import AsgiBridge
     from registry.node import build_node
 
-    node = build_node(settings)
+    try:
+        node = build_node(settings)
+    except LogUnavailable as exc:  # LogMisconfigured too: a clear message, not a traceback
+        log.error("cannot start: %s", exc)
+        raise SystemExit(1) from None
     app = create_app(node.service, max_request_bytes=settings.max_request_bytes,
+                     cluster_id=node.cluster_id,
                      registry_group=settings.get("schema.registry.group.id"))
 
     def report_ready() -> None:
@@ -64,7 +71,14 @@ def build_app(settings: Settings) -> tuple[Any, Callable[[], None]]:
         log.info("ready: caught up with the schema log")
 
     threading.Thread(target=report_ready, name="readiness", daemon=True).start()
-    return app, node.close
+    bridge = AsgiBridge(app, app.extensions["registry.fast_path"], settings.server_threads,
+                        settings.max_request_bytes)
+
+    def close() -> None:
+        bridge.close()
+        node.close()
+
+    return bridge, close
 
 
 if __name__ == "__main__":

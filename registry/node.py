@@ -25,6 +25,11 @@ class Node:
     reader: LogReader
     service: RegistryService
 
+    @property
+    def cluster_id(self) -> str:
+        """The Kafka cluster id for `/v1/metadata/id`; "embedded" without Kafka."""
+        return getattr(self.log, "cluster_id", None) or "embedded"
+
     def close(self) -> None:
         """Stop reading and release the log. Blocks until the reader thread has ended."""
         self.log.close()  # first, so that a reader blocked in read() wakes at once
@@ -32,9 +37,20 @@ class Node:
 
 
 def open_log(settings: Settings) -> Log:
-    """The log the settings name: the embedded SQLite file unless Kafka is configured."""
+    """The log the settings name: the `kafkastore.topic` topic when
+    `kafkastore.bootstrap.servers` is set, else the embedded SQLite file.
+
+    Blocks while connecting (for Kafka, up to `kafkastore.init.timeout.ms`). Raises
+    LogUnavailable, or LogMisconfigured for an unusable topic or setting.
+    """
     if settings.kafka_bootstrap_servers:
-        raise NotImplementedError("the Kafka store is not built yet; unset kafkastore.bootstrap.servers")
+        # Imported here: the embedded store must not need confluent-kafka.
+        from store.kafka_config import KafkaLogConfig
+        from store.kafka_log import KafkaLog
+
+        config = KafkaLogConfig.from_kafkastore(settings.prefixed("kafkastore."))
+        log.info("using the Kafka topic %s at %s", config.topic, config.bootstrap_servers)
+        return KafkaLog(config)
     path = os.path.join(settings.data_dir, "schemas.sqlite")
     log.info("using the embedded log at %s", path)
     return SqliteLog(path)

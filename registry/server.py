@@ -1,9 +1,10 @@
-"""Serving the WSGI app with granian, chosen by `bench/wsgi_servers.py`.
+"""Serving the app with granian, chosen by `bench/wsgi_servers.py`.
 
 On this 2-core machine, with the load tool sharing it, granian (Rust HTTP, Python
 only for the app) served Flask at ~7,700-8,800 req/s in one worker process, ahead of
 bjoern and socketify (single-threaded: one slow write would stall every read) and far
-ahead of gunicorn (2,300-4,300) and waitress (4,300).
+ahead of gunicorn (2,300-4,300) and waitress (4,300). We use its ASGI interface,
+through `registry.asgi.AsgiBridge`, because only that one passes the raw request path.
 
 Granian runs a supervisor process and a worker process. The worker is forked, so the
 node (log, reader thread, cache) is built in the worker by `build`, never before the
@@ -23,7 +24,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-WsgiApp = Callable[..., Any]
+App = Callable[..., Any]
 _PR_SET_PDEATHSIG = 1
 
 
@@ -35,12 +36,11 @@ def _die_with_parent() -> None:
         log.warning("cannot tie the worker's life to the supervisor on this platform")
 
 
-def serve(build: Callable[[], tuple[WsgiApp, Callable[[], None]]], host: str, port: int,
-          threads: int) -> None:
+def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT. Blocks.
 
-    `build` runs in the worker process and returns the WSGI app and a `close` function
-    called when the worker stops. `threads` is how many requests run Python at once.
+    `build` runs in the worker process and returns the ASGI app and a `close` function
+    called when the worker stops.
     """
     from granian.constants import Interfaces
     from granian.server import Server
@@ -48,16 +48,16 @@ def serve(build: Callable[[], tuple[WsgiApp, Callable[[], None]]], host: str, po
 
     closers: list[Callable[[], None]] = []
 
-    def load(_target: str) -> WsgiApp:
+    def load(_target: str) -> App:
         _die_with_parent()
         app, close = build()
         closers.append(close)
         return app
 
     def worker(*args: Any, **kwargs: Any) -> None:
-        # Granian's own WSGI worker, then our clean-up, in the worker process.
+        # Granian's own ASGI worker (no lifespan), then our clean-up, in the worker process.
         try:
-            MPServer._spawn_wsgi_worker(*args, **kwargs)
+            MPServer._spawn_asgi_worker(*args, **kwargs)
         finally:
             for close in closers:
                 close()
@@ -66,9 +66,8 @@ def serve(build: Callable[[], tuple[WsgiApp, Callable[[], None]]], host: str, po
         "registry:app",  # unused: `load` builds the app
         address=host,
         port=port,
-        interface=Interfaces.WSGI,
+        interface=Interfaces.ASGINL,
         workers=1,
-        blocking_threads=threads,
         backlog=2048,
         log_enabled=False,
     )

@@ -88,29 +88,27 @@ class RegistryService:
     def is_ready(self) -> bool:
         """True once this node has applied the log up to its end as seen at start-up.
 
-        Never blocks: until the end offset is known, asks the log for it.
+        Never blocks and never touches the log (it is called on the serving event
+        loop); `wait_ready` learns the end offset to reach.
         """
-        if self._ready:
-            return True
-        if self._ready_target is None:
-            try:
-                self._ready_target = self._log.end_offset()
-            except LogUnavailable:
-                return False
-        self._ready = self._reader.next_offset >= self._ready_target
+        if not self._ready and self._ready_target is not None:
+            self._ready = self._reader.next_offset >= self._ready_target
         return self._ready
 
     def wait_ready(self, timeout: float) -> bool:
-        """Block until `is_ready()` or `timeout` seconds pass."""
+        """Block until `is_ready()` or `timeout` seconds pass; asks the log for its end."""
         deadline = time.monotonic() + timeout
         while not self.is_ready():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            if self._ready_target is not None:
-                self._reader.wait_until(self._ready_target, min(remaining, 1.0))
-            else:
-                time.sleep(min(remaining, 0.2))
+            if self._ready_target is None:
+                try:
+                    self._ready_target = self._log.end_offset()
+                except LogUnavailable:
+                    time.sleep(min(remaining, 0.5))
+                continue
+            self._reader.wait_until(self._ready_target, min(remaining, 1.0))
         return True
 
     def schema_types(self) -> list[str]:
