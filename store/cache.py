@@ -32,7 +32,7 @@ from store.records import (
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredSchema:
     """The content an id names. An id names exactly one content, forever."""
 
@@ -56,7 +56,7 @@ class Cache:
         self._referenced_by: dict[tuple[str, int], set[int]] = {}
         self._configs: dict[str | None, ConfigValue] = {}
         self._modes: dict[str | None, ModeValue] = {}
-        self._key_bytes: dict[tuple[object, ...], dict[bytes, None]] = {}
+        self._key_bytes: dict[tuple[object, ...], bytes | dict[bytes, None]] = {}
         self._max_id = 0
         self.conflicts = 0  # records that tried to give an existing id other content
 
@@ -64,14 +64,15 @@ class Cache:
 
     def apply(self, key: Key, raw_key: bytes, value: Value | None) -> None:
         """Apply one decoded record. A None value is a tombstone for `key`."""
-        identity = logical_key(key)
-        forms = self._key_bytes.setdefault(identity, {})
-        if value is None:
-            forms.pop(raw_key, None)
-            if not forms:
-                del self._key_bytes[identity]
-        else:
-            forms[raw_key] = None
+        # Replaying a topic applies every record once: the SCHEMA case is kept short.
+        if type(key) is SchemaKey:
+            self._remember_key_bytes(("SCHEMA", key.subject, key.version), raw_key, value is None)
+            if value is None:
+                self._drop_version(key.subject, key.version)
+            elif type(value) is SchemaValue:
+                self._put_version(key, value)
+            return
+        self._remember_key_bytes(logical_key(key), raw_key, value is None)
         if isinstance(key, NoopKey):
             return
         if isinstance(key, SchemaKey):
@@ -92,6 +93,25 @@ class Cache:
             for number in list(self._versions.get(key.subject, {})):
                 self._drop_version(key.subject, number)
 
+    def _remember_key_bytes(self, identity: tuple[object, ...], raw_key: bytes, tombstone: bool) -> None:
+        # One byte form per key is the rule, several the exception (magic 0 and 1, a
+        # foreign writer's spacing): hold a bare `bytes` until a second form appears,
+        # then an insertion-ordered dict of forms.
+        forms = self._key_bytes.get(identity)
+        if tombstone:
+            if forms == raw_key:
+                del self._key_bytes[identity]
+            elif type(forms) is dict:
+                forms.pop(raw_key, None)
+                if not forms:
+                    del self._key_bytes[identity]
+        elif forms is None:
+            self._key_bytes[identity] = raw_key
+        elif type(forms) is dict:
+            forms[raw_key] = None
+        elif forms != raw_key:
+            self._key_bytes[identity] = {forms: None, raw_key: None}
+
     @staticmethod
     def _put_or_drop(target: dict, subject: str | None, value: Value | None) -> None:
         if value is None:
@@ -108,18 +128,29 @@ class Cache:
             log.error("record for %s v%d gives id %d other content; ignored",
                       key.subject, key.version, value.id)
             return
-        value = replace(value, subject=key.subject, version=key.version)
-        previous = self._versions.get(key.subject, {}).get(key.version)
-        if previous is not None and previous.id != value.id:
-            self._release(previous)
+        subject, version, schema_id = key.subject, key.version, value.id
+        if value.subject != subject or value.version != version:
+            value = replace(value, subject=subject, version=version)  # rare: replace() is slow
+        versions = self._versions.get(subject)
+        if versions is None:
+            versions = self._versions[subject] = {}
+        else:
+            previous = versions.get(version)
+            if previous is not None and previous.id != schema_id:
+                self._release(previous)
         if existing is None:
-            self._schemas[value.id] = StoredSchema(value.id, *content)
-        self._id_by_content.setdefault(content, value.id)
-        self._versions.setdefault(key.subject, {})[key.version] = value
-        self._users.setdefault(value.id, set()).add((key.subject, key.version))
+            self._schemas[schema_id] = StoredSchema(schema_id, *content)
+        self._id_by_content.setdefault(content, schema_id)
+        versions[version] = value
+        users = self._users.get(schema_id)
+        if users is None:
+            self._users[schema_id] = {(subject, version)}
+        else:
+            users.add((subject, version))
         for ref in value.references:
-            self._referenced_by.setdefault((ref.subject, ref.version), set()).add(value.id)
-        self._max_id = max(self._max_id, value.id)
+            self._referenced_by.setdefault((ref.subject, ref.version), set()).add(schema_id)
+        if schema_id > self._max_id:
+            self._max_id = schema_id
 
     def _drop_version(self, subject: str, version: int) -> None:
         versions = self._versions.get(subject)
@@ -193,7 +224,10 @@ class Cache:
         A tombstone must be written for each, or compaction keeps the other forms and a
         hard-deleted schema comes back on replay (Confluent issues #2961 and #4420).
         """
-        return list(self._key_bytes.get(logical_key(key), ()))
+        forms = self._key_bytes.get(logical_key(key))
+        if forms is None:
+            return []
+        return [forms] if type(forms) is bytes else list(forms)
 
     def fingerprint(self) -> tuple:
         """Everything reads can observe, for comparing two nodes' caches in tests."""

@@ -1,11 +1,16 @@
 """The `Log` contract: an ordered, durable, compacted sequence of keyed records.
 
 Backends: `store.memory_log.MemoryLog` (unit tests), `store.sqlite_log.SqliteLog`
-(embedded, single node) and, later, a Kafka topic. Offsets grow strictly; after
-compaction they need not be contiguous, as in Kafka.
+(embedded, single node) and `store.kafka_log.KafkaLog` (a compacted Kafka topic).
+Offsets grow strictly but need not be contiguous: compaction removes records and, in
+Kafka, transaction markers occupy offsets no reader ever sees. That is why `read`
+reports the position it reached and not only the records it found: a reader has
+caught up when its position reaches `end_offset()`, whatever the last offset that
+held a record.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from store.records import LogRecord
@@ -13,6 +18,11 @@ from store.records import LogRecord
 
 class LogUnavailable(RuntimeError):
     """The log cannot be reached or did not confirm a write in time."""
+
+
+class LogMisconfigured(LogUnavailable):
+    """The log can be reached but must not be used as configured (say, a topic with
+    several partitions or a non-compact cleanup policy). Retrying will not help."""
 
 
 class LogFenced(RuntimeError):
@@ -26,27 +36,48 @@ class LogConflict(RuntimeError):
     """
 
 
+@dataclass(frozen=True)
+class LogBatch:
+    """What one `Log.read` found.
+
+    `next_offset` is the position reached: every offset below it has been read, its
+    record either in `records` (or an earlier batch) or not there at all (compacted
+    away, a transaction marker). It never goes below the offset read from.
+    """
+
+    records: list[LogRecord] = field(default_factory=list)
+    next_offset: int = 0
+
+
 class Log(Protocol):
     def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
         """Durably append one record (a None value is a tombstone) and return its offset.
 
-        With `expected_offset`, append only if the record would land exactly there
-        (the log's end has not moved since the writer caught up); else raise LogConflict
-        and write nothing. Blocks until the record is durable. Raises LogUnavailable,
-        LogFenced or LogConflict.
+        With `expected_offset`, the record counts only if it lands exactly there (the
+        log's end has not moved since the writer caught up); else raise LogConflict.
+        Backends that can refuse (memory, SQLite) then write nothing. Kafka cannot, so
+        its records carry the offset they expect (`LogRecord.expected_offset`) and
+        readers drop those that landed elsewhere: either way the record has no effect.
+        Blocks until the record is durable. Raises LogUnavailable, LogFenced or
+        LogConflict.
         """
 
-    def read(self, from_offset: int, max_records: int, timeout: float) -> list[LogRecord]:
-        """Records at offsets >= `from_offset`, in order, at most `max_records`.
+    def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
+        """Records at offsets >= `from_offset`, in order, at most `max_records`, and the
+        position reached (see `LogBatch`).
 
-        Blocks up to `timeout` seconds while there are none; then returns [].
+        Blocks up to `timeout` seconds while there are none; then returns no records,
+        with `next_offset` at least `from_offset` (further if the log's end is known to
+        lie beyond offsets that hold no record). Returns at once once closed.
+        Raises LogUnavailable.
         """
 
     def end_offset(self) -> int:
-        """The offset the next appended record will have (Kafka's high watermark).
+        """The log's end: the offset the next appended record will have (in Kafka, the
+        last stable offset, which is the high watermark unless a transaction is open).
 
-        A reader that has read every record below it has caught up.
-        Raises LogUnavailable.
+        A reader whose position (`LogBatch.next_offset`) has reached it has caught up.
+        Blocks for one round trip to the log. Raises LogUnavailable.
         """
 
     def close(self) -> None:

@@ -1,9 +1,10 @@
 """An in-memory `Log` for unit tests of pure logic. Not durable."""
 from __future__ import annotations
 
+import bisect
 import threading
 
-from store.log import LogConflict
+from store.log import LogBatch, LogConflict
 from store.records import LogRecord
 
 
@@ -26,11 +27,17 @@ class MemoryLog:
             self._changed.notify_all()
             return offset
 
-    def read(self, from_offset: int, max_records: int, timeout: float) -> list[LogRecord]:
+    def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
         with self._changed:
             if from_offset >= self._next and not self._closed:
                 self._changed.wait(timeout)
-            return [r for r in self._records if r.offset >= from_offset][:max_records]
+            start = bisect.bisect_left(self._records, from_offset, key=lambda r: r.offset)
+            records = self._records[start:start + max_records]
+            if len(records) == max_records and records:
+                return LogBatch(records, records[-1].offset + 1)
+            # Everything left was returned: the reader has reached the end, even if
+            # compaction removed the records just below it.
+            return LogBatch(records, max(from_offset, self._next))
 
     def end_offset(self) -> int:
         return self._next

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 
-from store.log import LogConflict, LogUnavailable
+from store.log import LogBatch, LogConflict, LogUnavailable
 from store.records import LogRecord
 
 _SCHEMA = """
@@ -88,17 +88,35 @@ class SqliteLog:
             self._appended.notify_all()
         return offset
 
-    def read(self, from_offset: int, max_records: int, timeout: float) -> list[LogRecord]:
+    def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
         deadline = time.monotonic() + timeout
         while True:
-            rows = self._conn().execute(
-                "SELECT offset, key, value FROM log WHERE offset >= ? ORDER BY offset LIMIT ?",
-                (from_offset, max_records)).fetchall()
+            rows, end = self._read_snapshot(from_offset, max_records)
             remaining = deadline - time.monotonic()
             if rows or remaining <= 0 or self._closed:
-                return [LogRecord(o, bytes(k), None if v is None else bytes(v)) for o, k, v in rows]
+                records = [LogRecord(o, bytes(k), None if v is None else bytes(v)) for o, k, v in rows]
+                if len(records) == max_records and records:
+                    return LogBatch(records, records[-1].offset + 1)
+                # All that was left: the position is the end, past any compacted tail.
+                return LogBatch(records, max(from_offset, end))
             with self._appended:
                 self._appended.wait(min(remaining, _POLL_SECONDS))
+
+    def _read_snapshot(self, from_offset: int, max_records: int) -> tuple[list[tuple], int]:
+        """Rows from `from_offset` and the end offset, from one consistent snapshot."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")  # WAL: both SELECTs see the same committed state
+            try:
+                rows = conn.execute(
+                    "SELECT offset, key, value FROM log WHERE offset >= ? ORDER BY offset LIMIT ?",
+                    (from_offset, max_records)).fetchall()
+                end = int(conn.execute("SELECT value FROM next_offset").fetchone()[0])
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise LogUnavailable(f"cannot read the embedded log: {exc}") from exc
+        return rows, end
 
     def end_offset(self) -> int:
         try:

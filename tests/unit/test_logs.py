@@ -21,22 +21,24 @@ def test_append_returns_increasing_offsets_and_read_returns_them_in_order(log):
     offsets = [log.append(b"k%d" % i, b"v%d" % i) for i in range(5)]
     assert offsets == sorted(offsets) and len(set(offsets)) == 5
     assert log.end_offset() == offsets[-1] + 1
-    records = log.read(0, 100, 0)
+    records = log.read(0, 100, 0).records
     assert [r.key for r in records] == [b"k0", b"k1", b"k2", b"k3", b"k4"]
-    assert log.read(offsets[3], 1, 0)[0].value == b"v3", "read starts at the requested offset"
+    assert log.read(offsets[3], 1, 0).records[0].value == b"v3", "read starts at the requested offset"
 
 
 def test_read_blocks_until_an_append_wakes_it(log):
     start = log.end_offset()
     threading.Timer(0.1, lambda: log.append(b"late", b"v")).start()
     began = time.monotonic()
-    records = log.read(start, 10, 5.0)
+    records = log.read(start, 10, 5.0).records
     assert [r.key for r in records] == [b"late"]
     assert time.monotonic() - began < 2.0, "the append must wake the reader, not the timeout"
 
 
 def test_read_with_nothing_new_returns_empty_after_timeout(log):
-    assert log.read(log.end_offset(), 10, 0.05) == []
+    end = log.end_offset()
+    batch = log.read(end, 10, 0.05)
+    assert batch.records == [] and batch.next_offset == end, "an empty read stays at the end"
 
 
 def test_sqlite_compaction_keeps_latest_value_and_offsets_never_go_back(tmp_path):
@@ -45,7 +47,7 @@ def test_sqlite_compaction_keeps_latest_value_and_offsets_never_go_back(tmp_path
     last = log.append(b"b", b"1")
     again = log.append(b"b", b"2")  # compacts away the newest row
     assert again == last + 1, "an offset must never be reused, even when compaction removes the newest row"
-    assert [(r.key, r.value) for r in log.read(0, 10, 0)] == [(b"a", b"1"), (b"b", b"2")]
+    assert [(r.key, r.value) for r in log.read(0, 10, 0).records] == [(b"a", b"1"), (b"b", b"2")]
     log.close()
 
 
@@ -54,7 +56,7 @@ def test_sqlite_tombstone_keeps_the_value_it_deletes_so_replay_sees_the_id(tmp_p
     log.append(b"a", b"1")
     log.append(b"a", None)
     log.append(b"a", None)
-    assert [(r.key, r.value) for r in log.read(0, 10, 0)] == [(b"a", b"1"), (b"a", None)]
+    assert [(r.key, r.value) for r in log.read(0, 10, 0).records] == [(b"a", b"1"), (b"a", None)]
     log.close()
 
 
@@ -65,6 +67,18 @@ def test_sqlite_log_is_durable_across_reopen(tmp_path):
         log.append(b"k%d" % i, b"v")
     log.close()
     reopened = SqliteLog(path)
-    assert [r.key for r in reopened.read(0, 10, 0)] == [b"k0", b"k1", b"k2"]
+    assert [r.key for r in reopened.read(0, 10, 0).records] == [b"k0", b"k1", b"k2"]
     assert reopened.append(b"next", b"v") == 3
     reopened.close()
+
+
+def test_read_reports_the_position_it_reached(log):
+    log.append(b"a", b"1")
+    log.append(b"b", b"1")
+    log.append(b"a", b"2")  # SQLite compacts a@0 away at once: offsets become sparse
+    end = log.end_offset()
+    first = log.read(0, 1, 0)
+    assert first.next_offset == first.records[0].offset + 1, "a full batch stops after its last record"
+    rest = log.read(first.next_offset, 100, 0)
+    assert rest.next_offset == end, "a batch holding everything left reaches the end"
+    assert log.read(end, 100, 0).next_offset == end, "an empty read at the end stays there"

@@ -1,0 +1,286 @@
+"""A `Log` on partition 0 of a compacted Kafka topic (Confluent's `_schemas`).
+
+    log = KafkaLog(KafkaLogConfig.from_kafkastore({"bootstrap.servers": "localhost:9092"}))
+    offset = log.append(key, value, expected_offset=log.end_offset())
+    batch = log.read(0, 5000, 0.5)      # LogBatch(records, next_offset)
+
+Built on confluent-kafka's primitives: an idempotent `Producer` with `acks=all`, a
+`Consumer` assigned to partition 0 (no group membership, no commits, read_committed),
+and, at start-up, an `AdminClient` with which `store.kafka_topic` creates and checks
+the topic. `store.kafka_config` maps Confluent's `kafkastore.*` properties to
+librdkafka: `security.protocol`, `sasl.*` and `ssl.*` pass through with the prefix
+stripped; Java-only forms (JKS/PEM stores, `sasl.jaas.config`) are translated or
+refused with a message naming the property (its module docstring has the table).
+
+Conditional appends. Kafka cannot refuse a write because the log's end moved, so a
+conditional record carries the offset it expects in the `expected-offset` header
+(8 bytes, big-endian, signed, like Kafka's LongSerializer). If the broker puts it
+elsewhere, `append` raises LogConflict and every reader drops the record
+(`LogRecord.misplaced`), so it has no effect anywhere, and a deposed leader's late
+append is as harmless. Confluent's and Karapace's readers ignore headers, so the
+records stay theirs to read. (They would apply a misplaced record, as they apply
+whatever is in the topic; only concurrent writers produce one.) Limitation: compaction
+keeps the latest record per key, so a misplaced record can, once the cleaner has run,
+shadow the valid record of the same key that it lost the race to. Transactional
+appends (abort instead of leaving a misplaced record; a fixed `transactional.id` to
+fence a deposed leader) would close that gap; see DESIGN invariant 2.
+
+The log's end. `end_offset` is the partition's last stable offset (the high watermark
+unless a foreign transaction is open), asked of the broker by a read_committed
+consumer. Offsets below it may hold no record: compaction removes records (a trailing
+tombstone too, once `delete.retention.ms` passes), transaction markers and aborted
+records take offsets. A reader therefore cannot conclude "caught up" from the last
+record it saw, nor wait for a record at end - 1; `read` reports the position
+librdkafka's fetcher reached, taken from the partition-EOF event
+(`enable.partition.eof`), whose offset is that end.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from store.kafka_config import KafkaLogConfig
+from store.kafka_topic import ensure_topic
+from store.log import LogBatch, LogConflict, LogMisconfigured, LogUnavailable
+from store.records import LogRecord
+
+log = logging.getLogger(__name__)
+
+EXPECTED_OFFSET_HEADER = "expected-offset"
+
+# A slice of read()'s wait: close() waits at most this long for a read in progress.
+_POLL_SLICE = 0.1
+# After a broker restart, reconnect within a second, not librdkafka's default 10 s.
+_RECONNECT = {"reconnect.backoff.ms": "100", "reconnect.backoff.max.ms": "1000"}
+_PARTITION = 0
+
+
+def encode_expected_offset(offset: int) -> bytes:
+    return offset.to_bytes(8, "big", signed=True)
+
+
+def decode_expected_offset(raw: bytes | None) -> int:
+    """The offset a header names; -1 (never a real offset) for a malformed header, so a
+    record whose precondition cannot be read is dropped rather than trusted."""
+    if raw is None or len(raw) != 8:
+        return -1
+    return int.from_bytes(raw, "big", signed=True)
+
+
+class KafkaLog:
+    """A `Log` on a one-partition compacted topic. Thread-safe: any thread may append
+    or ask for the end; one thread (the reader) reads."""
+
+    def __init__(self, config: KafkaLogConfig) -> None:
+        """Connect, create or check the topic, and start the clients.
+
+        Blocks up to `config.init_timeout` while Kafka cannot be reached. Raises
+        LogUnavailable, or LogMisconfigured for an unusable topic or client setting.
+        """
+        self._topic = config.topic
+        self._partition = TopicPartition(config.topic, _PARTITION)
+        self._timeout = config.timeout
+        # librdkafka's own log lines go to Python logging, not raw to stderr.
+        base = {**_RECONNECT, **config.client, "logger": logging.getLogger("librdkafka")}
+        # Only start-up needs the admin client; dropping it closes its connections.
+        self.cluster_id = ensure_topic(_client(AdminClient, base), config)
+        self._producer_config = {
+            **base,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            # librdkafka fails a message it could not deliver within the store timeout,
+            # so a write during an outage ends with an error, never a hang.
+            "message.timeout.ms": int(config.timeout * 1000),
+        }
+        self._producer_lock = threading.Lock()
+        # Created now, so the producer id is fetched before the first write needs it.
+        self._producer: Producer = _client(Producer, self._producer_config)
+        self._consumer: Consumer = _client(Consumer, {
+            **base,
+            "group.id": f"{config.topic}-reader",  # required by the client; never joined or committed
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,  # the EOF event tells read() where the end is
+            "auto.offset.reset": "earliest",
+            # Cold start reads the whole topic: fetch in big batches.
+            "fetch.max.bytes": 16 * 1024 * 1024,
+            "max.partition.fetch.bytes": 4 * 1024 * 1024,
+            "queued.max.messages.kbytes": 16 * 1024,
+        })
+        # The log's end comes from a consumer of its own, not the AdminClient: librdkafka's
+        # admin ListOffsets keeps a stale leader epoch after a broker restart and fails
+        # with FENCED_LEADER_EPOCH until its metadata refreshes (minutes). A read_committed
+        # consumer's watermark query answers the last stable offset.
+        self._ends: Consumer = _client(Consumer, {
+            **base, "group.id": f"{config.topic}-reader", "isolation.level": "read_committed",
+            "enable.auto.commit": False})
+        self._read_lock = threading.Lock()
+        self._position: int | None = None  # where the consumer delivers next; None: seek
+        self._closed = False
+
+    # ---- writing ------------------------------------------------------------
+
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
+        """Produce one record to partition 0 and return its offset once all in-sync
+        replicas have it.
+
+        Blocks until acknowledged, at most the store timeout. Raises LogUnavailable
+        (not acknowledged in time, or refused) or LogConflict (it landed elsewhere than
+        `expected_offset`; readers will drop it).
+        """
+        headers = None
+        if expected_offset is not None:
+            headers = [(EXPECTED_OFFSET_HEADER, encode_expected_offset(expected_offset))]
+        done = threading.Event()
+        outcome: list[tuple[KafkaError | None, int]] = []
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            outcome.append((err, msg.offset() if err is None else -1))
+            done.set()
+
+        producer = self._producer
+        try:
+            producer.produce(self._topic, key=key, value=value, partition=_PARTITION,
+                             headers=headers, on_delivery=delivered)
+        except BufferError:
+            raise LogUnavailable("the Kafka producer's queue is full") from None
+        except KafkaException as exc:
+            raise LogUnavailable(f"Kafka refused the write: {exc.args[0].str()}") from None
+        # message.timeout.ms fails the record first; this margin only guards a lost callback.
+        deadline = time.monotonic() + self._timeout + 2.0
+        while not done.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LogUnavailable(f"Kafka did not acknowledge the write within {self._timeout:g} s")
+            producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
+        err, offset = outcome[0]
+        if err is not None:
+            if err.fatal():
+                self._renew_producer(producer)
+            raise LogUnavailable(f"Kafka did not acknowledge the write: {err.str()}")
+        if expected_offset is not None and offset != expected_offset:
+            raise LogConflict(f"the record landed at offset {offset}, not {expected_offset}: "
+                              "another writer appended first")
+        return offset
+
+    def _renew_producer(self, failed: Producer) -> None:
+        # An idempotent producer that hit a fatal error refuses every later write.
+        with self._producer_lock:
+            if self._producer is failed:
+                log.warning("replacing the Kafka producer after a fatal error")
+                self._producer = _client(Producer, self._producer_config)
+
+    # ---- reading ------------------------------------------------------------
+
+    def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
+        """Records from `from_offset` and the position reached.
+
+        Blocks up to `timeout` seconds while none arrive. Raises LogUnavailable when
+        the consumer reports a fatal error or the topic is gone.
+        """
+        deadline = time.monotonic() + timeout
+        with self._read_lock:
+            if self._closed:
+                return LogBatch([], from_offset)
+            if from_offset != self._position:
+                # assign() rather than seek(): it works before the first fetch too.
+                self._consumer.assign([TopicPartition(self._topic, _PARTITION, from_offset)])
+                self._position = from_offset
+            # consume(n, t) waits for all n or the whole t: take what is queued at once,
+            # and only when nothing is, wait for the first message and then take the rest.
+            messages = self._consumer.consume(max_records, 0)
+            while not messages and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                first = self._consumer.poll(min(remaining, _POLL_SLICE))
+                if first is not None:
+                    messages = [first]
+                    if max_records > 1:
+                        messages += self._consumer.consume(max_records - 1, 0)
+            return self._batch(messages, from_offset)
+
+    def _batch(self, messages: list[Message], from_offset: int) -> LogBatch:
+        records: list[LogRecord] = []
+        append = records.append
+        position = from_offset
+        for message in messages:
+            error = message.error()
+            if error is None:
+                offset = message.offset()
+                if offset < from_offset:
+                    # Only after an out-of-range reset to the log's start (a recreated
+                    # topic): never hand the reader records it has already applied.
+                    continue
+                headers = message.headers()
+                expected = None
+                if headers:
+                    for name, raw in headers:
+                        if name == EXPECTED_OFFSET_HEADER:
+                            expected = decode_expected_offset(raw)
+                append(LogRecord(offset, message.key() or b"", message.value(), expected))
+                position = offset + 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                # The fetcher reached the end (the last stable offset): everything below
+                # was read, including offsets compaction emptied and transaction markers.
+                position = max(position, message.offset())
+            elif error.fatal() or error.code() in _GONE:
+                self._position = None  # the next read seeks back to where the reader is
+                raise LogUnavailable(f"cannot read the schema topic {self._topic}: {error.str()}")
+            else:
+                # Transient (a broker restarting): librdkafka reconnects by itself.
+                log.warning("reading the schema topic %s: %s", self._topic, error.str())
+        self._position = position
+        return LogBatch(records, position)
+
+    def end_offset(self) -> int:
+        """The last stable offset of partition 0, asked of the broker.
+
+        Blocks one round trip, at most the store timeout. Raises LogUnavailable.
+        """
+        try:
+            _, end = self._ends.get_watermark_offsets(self._partition, timeout=self._timeout, cached=False)
+        except KafkaException as exc:
+            raise LogUnavailable(f"cannot read the end of the schema topic {self._topic}: "
+                                 f"{exc.args[0].str()}") from None
+        except RuntimeError as exc:  # closed under us: the node is shutting down
+            raise LogUnavailable(f"the Kafka log is closed: {exc}") from None
+        return end
+
+    def close(self) -> None:
+        """Stop reading and release the clients. Blocks until a read in progress returns
+        (at most a poll slice) and pending writes are delivered or time out."""
+        with self._read_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._consumer.close()
+            self._ends.close()
+        self._producer.flush(self._timeout)
+
+
+_GONE = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                   KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC})
+
+
+def _client(kind: type, config: dict[str, Any]) -> Any:
+    """Create a client; a property librdkafka does not know is a configuration error."""
+    try:
+        return kind(config)
+    except (KafkaException, ValueError, TypeError) as exc:
+        detail = exc.args[0].str() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
+        raise LogMisconfigured(f"invalid Kafka client settings (kafkastore.*): {detail}") from None

@@ -1,0 +1,486 @@
+"""`KafkaLog` against a real broker: the Log contract, the topic rules, conditional
+appends, and a registry node on Kafka (restart, adoption of Confluent/Karapace topics,
+exact tombstone keys, corrupt records, a broker restart under a running node)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
+
+from registry.api import create_app
+from registry.node import Node, build_node
+from registry.settings import load_settings
+from store.cache import Cache
+from store.kafka_config import KafkaLogConfig
+from store.kafka_log import EXPECTED_OFFSET_HEADER, KafkaLog
+from store.log import LogBatch, LogConflict, LogMisconfigured, LogUnavailable
+from store.reader import LogReader
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = 30.0
+CONTENT = "application/vnd.schemaregistry.v1+json"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---- helpers ------------------------------------------------------------------------
+
+
+def eventually(check: Callable[[], Any], timeout: float = TIMEOUT, what: str = "condition") -> Any:
+    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_records(log: KafkaLog, from_offset: int, count: int) -> LogBatch:
+    """Read until `count` records arrived (the consumer fetches asynchronously)."""
+    records: list = []
+    position = from_offset
+    deadline = time.monotonic() + TIMEOUT
+    while len(records) < count and time.monotonic() < deadline:
+        batch = log.read(position, count - len(records), 0.5)
+        records += batch.records
+        position = batch.next_offset
+    return LogBatch(records, position)
+
+
+def produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]],
+                headers: list | None = None) -> None:
+    """Produce records as a foreign writer would (plain producer, acks=all); block until acked."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    failures: list[Any] = []
+    for key, value in records:
+        producer.produce(topic, key=key, value=value, partition=0, headers=headers,
+                         on_delivery=lambda err, _msg: err and failures.append(err))
+    assert producer.flush(TIMEOUT) == 0 and not failures, failures
+
+
+def consume_raw(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None, list | None]]:
+    """Every (key, value, headers) in partition 0, from the beginning to the end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    return out
+                continue
+            out.append((message.key(), message.value(), message.headers()))
+        pytest.fail("the raw topic was not read to its end in time")
+    finally:
+        consumer.close()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(TIMEOUT)
+
+
+def topic_config(bootstrap: str, topic: str) -> dict:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    return admin.describe_configs([resource])[resource].result(TIMEOUT)
+
+
+def log_config(bootstrap: str, topic: str, **extra: str) -> KafkaLogConfig:
+    return KafkaLogConfig.from_kafkastore({"bootstrap.servers": bootstrap, "topic": topic,
+                                           "timeout.ms": "5000", **extra})
+
+
+def start_node(bootstrap: str, topic: str, timeout_ms: int = 5000) -> Node:
+    settings = load_settings(environ={}, overrides={
+        "kafkastore.bootstrap.servers": bootstrap, "kafkastore.topic": topic,
+        "kafkastore.timeout.ms": str(timeout_ms)})
+    node = build_node(settings)
+    assert node.service.wait_ready(TIMEOUT), "a node must catch up with the topic"
+    return node
+
+
+class Api:
+    """The node's HTTP API through Flask's test client."""
+
+    def __init__(self, node: Node) -> None:
+        self.client = create_app(node.service, cluster_id=node.cluster_id).test_client()
+
+    def get(self, path: str) -> tuple[int, Any]:
+        response = self.client.get(path)
+        return response.status_code, response.get_json(force=True)
+
+    def send(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        response = self.client.open(path, method=method, data=None if body is None else json.dumps(body),
+                                    content_type=CONTENT)
+        return response.status_code, response.get_json(force=True)
+
+    def register(self, subject: str, schema: str, **extra: Any) -> tuple[int, Any]:
+        return self.send("POST", f"/subjects/{subject}/versions", {"schema": schema, **extra})
+
+
+def avro_record(name: str, *fields: str) -> str:
+    return json.dumps({"type": "record", "name": name,
+                       "fields": [{"name": f, "type": ["null", "string"], "default": None} for f in fields]})
+
+
+@pytest.fixture
+def kafka_log(kafka_bootstrap: str, fresh_topic: str) -> Iterator[KafkaLog]:
+    the_log = KafkaLog(log_config(kafka_bootstrap, fresh_topic))
+    yield the_log
+    the_log.close()
+
+
+@pytest.fixture
+def nodes() -> Iterator[list[Node]]:
+    """Nodes a test starts; all closed afterwards, whatever happened."""
+    started: list[Node] = []
+    yield started
+    for node in started:
+        node.close()
+
+
+# ---- the Log contract ---------------------------------------------------------------
+
+
+def test_append_returns_increasing_offsets_and_read_returns_them_in_order(kafka_log: KafkaLog) -> None:
+    offsets = [kafka_log.append(b"k%d" % i, b"v%d" % i) for i in range(5)]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 5
+    assert kafka_log.end_offset() == offsets[-1] + 1, "an acknowledged record is below the end"
+    batch = read_records(kafka_log, 0, 5)
+    assert [r.key for r in batch.records] == [b"k0", b"k1", b"k2", b"k3", b"k4"]
+    assert read_records(kafka_log, offsets[3], 1).records[0].value == b"v3", \
+        "read starts at the requested offset (a seek backwards)"
+
+
+def test_read_blocks_until_an_append_wakes_it(kafka_log: KafkaLog) -> None:
+    start = kafka_log.end_offset()
+    kafka_log.read(start, 10, 0.5)  # the consumer is now at the end
+    timer = threading.Timer(0.2, lambda: kafka_log.append(b"late", b"v"))
+    timer.start()
+    began = time.monotonic()
+    batch = kafka_log.read(start, 10, 5.0)
+    while not batch.records and time.monotonic() - began < 5.0:
+        batch = kafka_log.read(batch.next_offset, 10, 5.0 - (time.monotonic() - began))
+    timer.join()
+    assert [r.key for r in batch.records] == [b"late"]
+    assert time.monotonic() - began < 2.0, "the append must wake the reader, not the timeout"
+
+
+def test_read_with_nothing_new_returns_empty_at_the_end(kafka_log: KafkaLog) -> None:
+    kafka_log.append(b"a", b"1")
+    read_records(kafka_log, 0, 1)
+    end = kafka_log.end_offset()
+    began = time.monotonic()
+    batch = kafka_log.read(end, 10, 0.3)
+    assert batch.records == [] and batch.next_offset == end
+    assert time.monotonic() - began < 2.0, "an empty read returns after about its timeout"
+
+
+def test_reader_reaches_an_end_that_holds_no_record(kafka_bootstrap: str, kafka_log: KafkaLog,
+                                                     fresh_topic: str) -> None:
+    # A transaction's commit marker takes the last offset; no record is ever read there.
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"tx-{fresh_topic}"})
+    producer.init_transactions(TIMEOUT)
+    producer.begin_transaction()
+    producer.produce(fresh_topic, key=b'{"keytype":"NOOP","magic":0}', value=None, partition=0)
+    producer.commit_transaction(TIMEOUT)
+    # The coordinator writes the marker after the commit returns; the end moves then.
+    end = eventually(lambda: kafka_log.end_offset() == 2 and 2, what="one record and one commit marker")
+    reader = LogReader(kafka_log, Cache())
+    reader.start()
+    try:
+        assert reader.catch_up(TIMEOUT), "caught up must be reachable past a trailing marker"
+        assert reader.next_offset == end
+    finally:
+        reader.stop()
+
+
+def test_log_is_durable_across_reopen(kafka_bootstrap: str, fresh_topic: str) -> None:
+    first = KafkaLog(log_config(kafka_bootstrap, fresh_topic))
+    for i in range(3):
+        first.append(b"k%d" % i, b"v")
+    first.close()
+    reopened = KafkaLog(log_config(kafka_bootstrap, fresh_topic))
+    try:
+        assert [r.key for r in read_records(reopened, 0, 3).records] == [b"k0", b"k1", b"k2"]
+        assert reopened.append(b"next", b"v", expected_offset=3) == 3
+    finally:
+        reopened.close()
+
+
+# ---- the topic ----------------------------------------------------------------------
+
+
+def test_topic_is_created_compacted_with_one_partition(kafka_bootstrap: str, fresh_topic: str) -> None:
+    the_log = KafkaLog(log_config(kafka_bootstrap, fresh_topic, **{"topic.min.insync.replicas": "1"}))
+    the_log.close()
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    metadata = admin.list_topics(fresh_topic, timeout=TIMEOUT).topics[fresh_topic]
+    assert len(metadata.partitions) == 1, "one partition: one total order of records"
+    config = topic_config(kafka_bootstrap, fresh_topic)
+    assert config["cleanup.policy"].value == "compact", "a delete policy would expire schemas"
+    assert config["min.insync.replicas"].value == "1"
+    assert config["min.insync.replicas"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value, \
+        "a configured min.insync.replicas is set on the topic, not inherited"
+    assert the_log.cluster_id == admin.describe_cluster().result(TIMEOUT).cluster_id
+
+
+@pytest.mark.parametrize("partitions, policy", [(3, "compact"), (1, "delete"), (1, "compact,delete")])
+def test_refuses_a_topic_that_cannot_be_the_log(kafka_bootstrap: str, fresh_topic: str,
+                                                partitions: int, policy: str) -> None:
+    create_topic(kafka_bootstrap, fresh_topic, partitions, {"cleanup.policy": policy})
+    with pytest.raises(LogMisconfigured) as refused:
+        KafkaLog(log_config(kafka_bootstrap, fresh_topic))
+    message = str(refused.value)
+    assert fresh_topic in message
+    assert ("1 partition" in message) if partitions > 1 else ("compact" in message), message
+
+
+def test_serve_refuses_such_a_topic_with_a_message_not_a_traceback(kafka_bootstrap: str,
+                                                                   fresh_topic: str, tmp_path: Any) -> None:
+    create_topic(kafka_bootstrap, fresh_topic, 3, {"cleanup.policy": "compact"})
+    env = dict(os.environ, SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS=kafka_bootstrap,
+               SCHEMA_REGISTRY_KAFKASTORE_TOPIC=fresh_topic, SCHEMA_REGISTRY_EMBEDDED_STORE_PATH=str(tmp_path),
+               SCHEMA_REGISTRY_LISTENERS=f"http://127.0.0.1:{free_port()}")
+    try:
+        done = subprocess.run([sys.executable, "-m", "registry.cli", "serve"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the registry must refuse to start, not keep running")
+    assert done.returncode != 0
+    assert "should have only 1 partition" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+# ---- conditional appends ------------------------------------------------------------
+
+
+def test_conflicting_append_is_refused_and_readers_drop_it(kafka_bootstrap: str, kafka_log: KafkaLog,
+                                                           fresh_topic: str) -> None:
+    assert kafka_log.append(b"a", b"1", expected_offset=0) == 0
+    with pytest.raises(LogConflict):
+        kafka_log.append(b"b", b"1", expected_offset=0)  # lands at 1
+    raw = consume_raw(kafka_bootstrap, fresh_topic)
+    assert raw[1][2] == [(EXPECTED_OFFSET_HEADER, (0).to_bytes(8, "big"))], \
+        "the expectation travels in an 8-byte big-endian header; key and value stay Confluent's"
+    assert raw[1][:2] == (b"b", b"1")
+    batch = read_records(kafka_log, 0, 2)
+    assert [r.misplaced for r in batch.records] == [False, True]
+
+
+def test_a_node_ignores_a_misplaced_schema_record(kafka_bootstrap: str, fresh_topic: str,
+                                                  nodes: list[Node]) -> None:
+    key = b'{"keytype":"SCHEMA","subject":"zombie","version":1,"magic":1}'
+    value = b'{"subject":"zombie","version":1,"id":7,"schema":"\\"string\\"","deleted":false}'
+    # A deposed leader's late append: it expected offset 0, someone else got there first.
+    create_topic(kafka_bootstrap, fresh_topic, 1, {"cleanup.policy": "compact"})
+    produce_raw(kafka_bootstrap, fresh_topic, [(b'{"keytype":"NOOP","magic":0}', None)])
+    produce_raw(kafka_bootstrap, fresh_topic, [(key, value)],
+                headers=[(EXPECTED_OFFSET_HEADER, (0).to_bytes(8, "big"))])
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(node)
+    assert api.get("/subjects")[1] == [], "a misplaced record must not reach the cache"
+    assert api.get("/schemas/ids/7")[0] == 404
+    assert node.reader.dropped == 1
+    status, body = api.register("fresh", '"int"')
+    assert status == 200 and body["id"] == 1, "the dropped record's id is not taken"
+
+
+# ---- a registry node on Kafka -------------------------------------------------------
+
+
+def test_node_registers_and_a_restarted_node_has_the_same_state(kafka_bootstrap: str, fresh_topic: str,
+                                                                nodes: list[Node]) -> None:
+    nodes.append(first := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(first)
+    ids = [api.register(f"s{i % 3}", avro_record("R", *[f"f{j}" for j in range(i)]))[1]["id"]
+           for i in range(9)]
+    assert len(set(ids)) == 9
+    assert api.send("PUT", "/config/s1", {"compatibility": "NONE"})[0] == 200
+    assert api.send("DELETE", "/subjects/s2/versions/1")[0] == 200
+    assert api.send("DELETE", "/subjects/s2/versions/1?permanent=true")[0] == 200
+    status, metadata = api.get("/v1/metadata/id")
+    assert status == 200 and metadata["scope"]["clusters"]["kafka-cluster"] == first.cluster_id != "embedded"
+    first.close()
+    nodes.append(second := start_node(kafka_bootstrap, fresh_topic))
+    assert second.cache.fingerprint() == first.cache.fingerprint(), \
+        "a node rebuilt from the topic must hold exactly the state the first one had"
+    assert Api(second).register("s0", avro_record("R", "new"))[1]["id"] == max(ids) + 1
+
+
+def _adoption_records() -> list[tuple[bytes, bytes | None]]:
+    user = avro_record("User", "name")
+    user2 = avro_record("User", "name", "email")
+    order = json.dumps({"type": "record", "name": "Order",
+                        "fields": [{"name": "user", "type": "User"}]})
+
+    def schema_key(subject: str, version: int, magic: int = 1) -> bytes:
+        return (f'{{"keytype":"SCHEMA","subject":"{subject}","version":{version},"magic":{magic}}}'
+                .encode())
+
+    def value(**fields: Any) -> bytes:
+        return json.dumps(fields, separators=(",", ":")).encode()
+
+    return [
+        # Old Confluent (magic 0), fields as Confluent orders them, "deleted" written.
+        (schema_key("legacy", 1, 0), value(subject="legacy", version=1, id=1, schema='"string"', deleted=False)),
+        # Current Confluent: no schemaType for AVRO, "deleted" omitted.
+        (schema_key("users-value", 1), value(subject="users-value", version=1, id=2, schema=user)),
+        # Explicit schemaType and empty references, as Karapace writes them.
+        (schema_key("users-value", 2), value(subject="users-value", version=2, id=3, schemaType="AVRO",
+                                             references=[], schema=user2, deleted=False)),
+        # References.
+        (schema_key("orders-value", 1), value(subject="orders-value", version=1, id=4, schemaType="AVRO",
+                                              references=[{"name": "User", "subject": "users-value",
+                                                           "version": 1}],
+                                              schema=order, deleted=False)),
+        # A soft-deleted version.
+        (schema_key("soft", 1), value(subject="soft", version=1, id=5, schema='"bytes"', deleted=True)),
+        # A subject soft-deleted with DELETE_SUBJECT.
+        (schema_key("gone", 1), value(subject="gone", version=1, id=6, schema='"int"')),
+        (schema_key("gone", 2), value(subject="gone", version=2, id=7, schema='"long"')),
+        (b'{"keytype":"DELETE_SUBJECT","subject":"gone","magic":0}', value(subject="gone", version=2)),
+        # A subject hard-deleted with CLEAR_SUBJECT.
+        (schema_key("cleared", 1), value(subject="cleared", version=1, id=8, schema='"float"')),
+        (b'{"keytype":"CLEAR_SUBJECT","subject":"cleared","magic":0}', value(subject="cleared")),
+        # A hard-deleted version (its tombstone); its id stays taken.
+        (schema_key("hard", 1), value(subject="hard", version=1, id=9, schema='"double"', deleted=True)),
+        (schema_key("hard", 1), None),
+        # Global config, Karapace style (subject null), then Confluent style (no subject).
+        (b'{"keytype":"CONFIG","subject":null,"magic":0}', value(compatibilityLevel="FULL")),
+        (b'{"keytype":"CONFIG","magic":0}', value(compatibilityLevel="NONE")),
+        (b'{"keytype":"CONFIG","subject":"users-value","magic":0}', value(compatibilityLevel="FORWARD")),
+        (b'{"keytype":"MODE","magic":0}', value(mode="READWRITE")),
+        (b'{"keytype":"MODE","subject":"frozen","magic":0}', value(mode="READONLY")),
+        (b'{"keytype":"NOOP","magic":0}', None),
+    ]
+
+
+def test_adopts_a_topic_written_by_confluent_or_karapace(kafka_bootstrap: str, fresh_topic: str,
+                                                         nodes: list[Node]) -> None:
+    create_topic(kafka_bootstrap, fresh_topic, 1, {"cleanup.policy": "compact"})
+    produce_raw(kafka_bootstrap, fresh_topic, _adoption_records())
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(node)
+    assert node.reader.skipped == 0, "every record in Confluent's format must decode"
+    assert sorted(api.get("/subjects")[1]) == ["legacy", "orders-value", "users-value"]
+    assert sorted(api.get("/subjects?deleted=true")[1]) == ["gone", "legacy", "orders-value", "soft",
+                                                             "users-value"]
+    assert api.get("/schemas/ids/1")[1]["schema"] == '"string"', "magic-0 keys are adopted"
+    assert api.get("/subjects/users-value/versions")[1] == [1, 2]
+    assert api.get("/subjects/users-value/versions/2")[1]["id"] == 3
+    orders = api.get("/subjects/orders-value/versions/1")[1]
+    assert orders["references"] == [{"name": "User", "subject": "users-value", "version": 1}]
+    assert api.get("/subjects/users-value/versions/1/referencedby")[1] == [4]
+    assert api.get("/subjects/soft/versions")[0] == 404
+    assert api.get("/subjects/soft/versions?deleted=true")[1] == [1]
+    assert api.get("/subjects/gone/versions?deleted=true")[1] == [1, 2], "DELETE_SUBJECT soft-deletes"
+    assert api.get("/subjects/cleared/versions?deleted=true")[0] == 404, "CLEAR_SUBJECT removes"
+    assert api.get("/schemas/ids/9")[0] == 404, "a tombstoned version is gone"
+    assert api.get("/config")[1] == {"compatibilityLevel": "NONE"}, "the later global config wins"
+    assert api.get("/config/users-value")[1] == {"compatibilityLevel": "FORWARD"}
+    assert api.get("/mode")[1] == {"mode": "READWRITE"}
+    assert api.get("/mode/frozen")[1] == {"mode": "READONLY"}
+    status, body = api.register("legacy", '"boolean"')
+    assert status == 200 and body["id"] == 10, "new ids start above every id the topic used"
+
+
+def test_hard_delete_tombstones_carry_the_exact_original_key_bytes(kafka_bootstrap: str, fresh_topic: str,
+                                                                   nodes: list[Node]) -> None:
+    create_topic(kafka_bootstrap, fresh_topic, 1, {"cleanup.policy": "compact"})
+    value = b'{"subject":"hd","version":1,"id":1,"schema":"\\"string\\"","deleted":false}'
+    # The same (subject, version) under two byte forms: an old Confluent key (magic 0)
+    # and a writer that spaced its JSON. Compaction only removes exact byte matches.
+    old_key = b'{"keytype":"SCHEMA","subject":"hd","version":1,"magic":0}'
+    spaced_key = b'{"keytype": "SCHEMA", "subject": "hd", "version": 1, "magic": 1}'
+    produce_raw(kafka_bootstrap, fresh_topic, [(old_key, value), (spaced_key, value)])
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(node)
+    assert api.send("DELETE", "/subjects/hd/versions/1")[0] == 200
+    assert api.send("DELETE", "/subjects/hd/versions/1?permanent=true")[0] == 200
+    raw = consume_raw(kafka_bootstrap, fresh_topic)
+    tombstones = {key for key, value_, _ in raw if value_ is None}
+    assert tombstones == {old_key, spaced_key}, "one tombstone per byte form, byte for byte"
+    ours = [key for key, _, headers in raw if headers]
+    assert set(ours) <= {old_key, spaced_key}, "the soft delete reuses an existing key form too"
+
+
+def test_corrupt_records_are_skipped_and_the_node_keeps_working(kafka_bootstrap: str, fresh_topic: str,
+                                                                nodes: list[Node]) -> None:
+    create_topic(kafka_bootstrap, fresh_topic, 1, {"cleanup.policy": "compact"})
+    produce_raw(kafka_bootstrap, fresh_topic, [
+        (b"not json", b"{}"),
+        (b'{"keytype":"SCHEMA","subject":"c","version":1,"magic":1}', b"\xff not json"),
+        (b'{"keytype":"SCHEMA","subject":"ok","version":1,"magic":1}',
+         b'{"subject":"ok","version":1,"id":1,"schema":"\\"string\\""}'),
+    ])
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(node)
+    assert node.reader.skipped == 2
+    assert api.get("/subjects")[1] == ["ok"]
+    status, body = api.register("after", '"int"')
+    assert status == 200 and body["id"] == 2
+
+
+def test_broker_restart_under_a_running_node(kafka_bootstrap: str, fresh_topic: str, kafka_broker: Any,
+                                             nodes: list[Node]) -> None:
+    timeout_s = 3.0
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic, timeout_ms=int(timeout_s * 1000)))
+    api = Api(node)
+    acknowledged = {api.register("before", '"string"')[1]["id"]}
+    kafka_broker.stop()
+    try:
+        for attempt in range(2):
+            began = time.monotonic()
+            status, body = api.register("during", json.dumps({"type": "fixed", "name": f"F{attempt}",
+                                                              "size": 4}))
+            elapsed = time.monotonic() - began
+            assert status == 500 and body["error_code"] in (50001, 50002), body
+            assert "Traceback" not in body["message"] and body["message"], body
+            assert elapsed < 2 * timeout_s + 2, f"a write during an outage must fail fast, took {elapsed:.1f} s"
+        assert api.get("/subjects/before/versions")[1] == [1], "reads keep being served from the cache"
+        # The producer itself, not only the end-offset query, must give up in time.
+        began = time.monotonic()
+        with pytest.raises(LogUnavailable):
+            node.log.append(b'{"keytype":"NOOP","magic":0}', None, expected_offset=node.reader.next_offset)
+        assert time.monotonic() - began < timeout_s + 3, "an append during an outage must fail fast"
+    finally:
+        kafka_broker.restart()
+
+    def write_after() -> Any:
+        status, body = api.register("after", '"int"')
+        return body["id"] if status == 200 else None
+
+    acknowledged.add(eventually(write_after, what="a write after the broker came back"))
+    nodes.append(fresh := start_node(kafka_bootstrap, fresh_topic))
+    assert acknowledged <= {schema_id for schema_id in fresh.cache.schema_ids()}, \
+        "nothing acknowledged may be lost"
+    eventually(lambda: node.reader.next_offset >= node.log.end_offset(), what="the node to catch up")
+    assert fresh.cache.fingerprint() == node.cache.fingerprint(), \
+        "the node that lived through the outage holds what the topic holds"

@@ -1,0 +1,63 @@
+"""The reader: applies records in order, drops misplaced ones, knows when it has caught up."""
+from __future__ import annotations
+
+from store.cache import Cache
+from store.memory_log import MemoryLog
+from store.reader import LogReader
+from store.records import LogRecord, SchemaKey, SchemaValue, encode_key, encode_value
+
+
+def schema_record(subject: str, schema_id: int) -> tuple[bytes, bytes | None]:
+    return (encode_key(SchemaKey(subject, 1)),
+            encode_value(SchemaValue(subject, 1, schema_id, f'"{subject}"')))
+
+
+class PlacingLog(MemoryLog):
+    """A memory log that can also hold a record its writer expected elsewhere, as a
+    Kafka topic does after a lost conditional append."""
+
+    def append_expecting(self, key: bytes, value: bytes | None, expected_offset: int) -> int:
+        with self._changed:
+            offset = self._next
+            self._records.append(LogRecord(offset, key, value, expected_offset))
+            self._next += 1
+            self._changed.notify_all()
+            return offset
+
+
+def run_reader(log: MemoryLog) -> tuple[LogReader, Cache]:
+    cache = Cache()
+    reader = LogReader(log, cache)
+    reader.start()
+    return reader, cache
+
+
+def test_reader_catches_up_when_compaction_removed_the_records_before_the_end():
+    log = MemoryLog()
+    log.append(*schema_record("a", 1))
+    log.append(b'{"keytype":"NOOP","magic":0}', None)
+    log.append(b'{"keytype":"NOOP","magic":0}', None)  # tombstones: compaction drops them
+    log.compact()
+    reader, cache = run_reader(log)
+    try:
+        assert reader.catch_up(5), "a log whose last offsets hold no record must still be caught up with"
+        assert reader.next_offset == log.end_offset() == 3
+        assert cache.schema_by_id(1) is not None
+    finally:
+        reader.stop()
+
+
+def test_reader_drops_records_that_landed_where_their_writer_did_not_expect():
+    log = PlacingLog()
+    log.append(*schema_record("a", 1))
+    log.append_expecting(*schema_record("b", 2), expected_offset=1)  # lands at 1: kept
+    log.append_expecting(*schema_record("c", 3), expected_offset=1)  # lands at 2: dropped
+    reader, cache = run_reader(log)
+    try:
+        assert reader.catch_up(5)
+        assert cache.schema_by_id(2) is not None, "a record at the offset it expected is applied"
+        assert cache.schema_by_id(3) is None, "a misplaced record must not reach the cache"
+        assert cache.subjects() == ["a", "b"] and reader.dropped == 1
+        assert reader.next_offset == 3, "a dropped record still moves the reader past it"
+    finally:
+        reader.stop()
