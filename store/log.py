@@ -50,6 +50,11 @@ class LogBatch:
 
 
 class Log(Protocol):
+    #: Whether `read` may be called from several threads at once. A backend that says
+    #: so lets a waiting writer apply records itself (see `store.reader`). Optional;
+    #: absent means False.
+    concurrent_reads: bool
+
     def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
         """Durably append one record (a None value is a tombstone) and return its offset.
 

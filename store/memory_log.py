@@ -11,6 +11,8 @@ from store.records import LogRecord
 class MemoryLog:
     """A list of records with Kafka-like compaction on demand (`compact()`)."""
 
+    concurrent_reads = True  # each thread reads through its own connection / under a lock
+
     def __init__(self) -> None:
         self._records: list[LogRecord] = []
         self._next = 0

@@ -1,8 +1,14 @@
-"""The reader: one thread that applies the log to the cache, in log order.
+"""The reader: applies the log to the cache, one record at a time, in log order.
 
-Writers and readiness checks wait on it: `wait_until(offset)` returns once every
-record below `offset` has been applied, which gives read-your-writes (a write returns
-only after its own record is in this node's cache) and "ready means caught up".
+A background thread follows the log. Writers and readiness checks wait on it:
+`wait_until(offset)` returns once every record below `offset` has been applied, which
+gives read-your-writes (a write returns only after its own record is in this node's
+cache) and "ready means caught up".
+
+Where the log allows reads from several threads (`Log.concurrent_reads`), a writer
+that is waiting applies the log itself instead of waking the thread and waiting for
+it: the hand-off between threads cost more than the write (0.5 ms of 1 ms). Both take
+the same apply lock and skip what the other applied, so order is unchanged.
 """
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ import threading
 import time
 
 from store.cache import Cache
-from store.log import Log, LogUnavailable
+from store.log import Log, LogBatch, LogUnavailable
 from store.records import RecordFormatError, decode_key, decode_value
 
 log = logging.getLogger(__name__)
@@ -30,6 +36,8 @@ class LogReader:
         self._cache = cache
         self._next_offset = 0
         self._applied = threading.Condition()
+        self._apply_lock = threading.Lock()
+        self._self_service = bool(getattr(log_, "concurrent_reads", False))
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="log-reader", daemon=True)
         self.skipped = 0  # records that could not be decoded
@@ -54,13 +62,33 @@ class LogReader:
     def wait_until(self, offset: int, timeout: float) -> bool:
         """Block until every record below `offset` is applied; False after `timeout` seconds."""
         deadline = time.monotonic() + timeout
-        with self._applied:
-            while self._next_offset < offset:
-                remaining = deadline - time.monotonic()
+        while self._next_offset < offset:
+            if self._self_service and self._pump():
+                continue
+            remaining = deadline - time.monotonic()
+            with self._applied:
+                if self._next_offset >= offset:
+                    break
                 if remaining <= 0 or self._stopping.is_set():
                     return False
-                self._applied.wait(remaining)
-            return True
+                # Waiting, not spinning: a self-serving writer found nothing new to
+                # apply, so the record it waits for is not readable yet.
+                self._applied.wait(min(remaining, _POLL_SECONDS) if self._self_service else remaining)
+        return True
+
+    def _pump(self) -> bool:
+        """Apply what the log has now, without blocking; True if anything was applied."""
+        if not self._apply_lock.acquire(blocking=False):
+            return False
+        try:
+            before = self._next_offset
+            batch = self._log.read(before, _BATCH, 0)
+            self._apply_batch_locked(batch)
+            return self._next_offset > before
+        except LogUnavailable:
+            return False
+        finally:
+            self._apply_lock.release()
 
     def catch_up(self, timeout: float) -> bool:
         """Block until everything in the log now has been applied. Raises LogUnavailable."""
@@ -78,26 +106,34 @@ class LogReader:
                 log.exception("unexpected error reading the log; retrying")
                 self._stopping.wait(_POLL_SECONDS)
                 continue
-            for record in batch.records:
-                if record.misplaced:
-                    # Its writer expected another offset: someone appended first, so the
-                    # record was planned against a state that no longer held. Dropping
-                    # it on every node keeps them identical (and a deposed leader's late
-                    # append harmless).
-                    self.dropped += 1
-                    log.warning("dropping record at offset %d: its writer expected offset %d",
-                                record.offset, record.expected_offset)
-                    continue
-                self._apply(record.key, record.value, record.offset)
-            if len(batch.records) >= _FREEZE_AFTER:
-                # Catching up creates the cache's objects by the hundred thousand, and
-                # every full collection would traverse all of them again (a third of a
-                # cold start). They form no cycles and live as long as the cache, so
-                # move them out of the cyclic collector's sight; refcounting still
-                # frees them when replaced.
-                gc.freeze()
-            if batch.next_offset <= self._next_offset:
-                continue  # read() waited for up to its timeout; go round and check stopping
+            with self._apply_lock:
+                self._apply_batch_locked(batch)
+
+    def _apply_batch_locked(self, batch: LogBatch) -> None:
+        """Apply `batch` from where this node is; records before it were applied already."""
+        applied = 0
+        for record in batch.records:
+            if record.offset < self._next_offset:
+                continue  # a waiting writer applied it while we were reading
+            applied += 1
+            if record.misplaced:
+                # Its writer expected another offset: someone appended first, so the
+                # record was planned against a state that no longer held. Dropping
+                # it on every node keeps them identical (and a deposed leader's late
+                # append harmless).
+                self.dropped += 1
+                log.warning("dropping record at offset %d: its writer expected offset %d",
+                            record.offset, record.expected_offset)
+                continue
+            self._apply(record.key, record.value, record.offset)
+        if applied >= _FREEZE_AFTER:
+            # Catching up creates the cache's objects by the hundred thousand, and
+            # every full collection would traverse all of them again (a third of a
+            # cold start). They form no cycles and live as long as the cache, so
+            # move them out of the cyclic collector's sight; refcounting still
+            # frees them when replaced.
+            gc.freeze()
+        if batch.next_offset > self._next_offset:
             with self._applied:
                 self._next_offset = batch.next_offset
                 self._applied.notify_all()

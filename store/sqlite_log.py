@@ -37,6 +37,8 @@ _POLL_SECONDS = 0.05
 class SqliteLog:
     """A `Log` in a SQLite file. Thread-safe; other processes may share the file."""
 
+    concurrent_reads = True  # each thread reads through its own connection / under a lock
+
     def __init__(self, path: str) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
