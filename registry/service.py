@@ -82,6 +82,7 @@ class RegistryService:
         self._parsed_lock = threading.Lock()
         self._ready = False
         self._ready_target: int | None = None
+        self._known_end: int | None = None
 
     # ---- readiness -------------------------------------------------------------
 
@@ -517,20 +518,27 @@ class RegistryService:
                 records, result = plan()
                 if not records:
                     return result
+                self._known_end = None  # unknown until the append says where it landed
                 try:
                     last = self._append(records, end)
                 except LogConflict:
                     continue
+                self._known_end = last + 1
             if not self._reader.wait_until(last + 1, self._timeout):
                 raise errors.StoreTimeout("Timed out waiting for the write to be applied")
             return result
         raise errors.StoreTimeout("Gave up writing: other writers kept appending first")
 
     def _catch_up(self) -> int:
-        """Apply the log up to its current end; return that end offset."""
+        """Apply the log up to its end; return that end offset.
+
+        Right after our own append we know where the log ends without asking it (a
+        broker round trip with Kafka). Should someone else have appended since, the
+        next conditional append fails with LogConflict and we ask again.
+        """
         self._may_write()
         try:
-            end = self._log.end_offset()
+            end = self._known_end if self._known_end is not None else self._log.end_offset()
             caught_up = self._reader.wait_until(end, self._timeout)
         except LogUnavailable as exc:
             raise errors.StoreError(f"The schema log is unavailable: {exc}") from None
