@@ -15,6 +15,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
 from registry import errors
+from registry.forward import FORWARD_HEADER, Forwarder
 from registry.service import RegistryService
 from store.cache import StoredSchema
 
@@ -173,7 +174,8 @@ def schema_body(stored: StoredSchema) -> dict[str, Any]:
 
 
 def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 * 1024,
-               cluster_id: str = "embedded", registry_group: str = "schema-registry") -> Flask:
+               cluster_id: str = "embedded", registry_group: str = "schema-registry",
+               forwarder: Forwarder | None = None) -> Flask:
     """Build a Flask app serving `service`. No global state: build as many as you like."""
     from registry.routes import config_routes, schema_routes, subject_routes
 
@@ -195,6 +197,24 @@ def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 *
     def _require_ready() -> None:
         if not service.is_ready() and request.path not in _ALWAYS_ANSWERED:
             raise errors.NotReady("Schema registry is not ready: still reading the schema log")
+
+    @app.errorhandler(errors.NotLeader)
+    def _forward_to_leader(exc: errors.NotLeader) -> Response:
+        # A follower validated the write and found it needs an append: the leader does it.
+        # (Errors raised in an error handler would skip the other handlers: return them.)
+        try:
+            if exc.leader_url is None:
+                raise errors.UnknownLeader("Unknown leader: no node may write at the moment; retry shortly")
+            if request.headers.get(FORWARD_HEADER):
+                raise errors.UnknownLeader(f"Forwarded here, but this node is not the leader ({exc.leader_url} is)")
+            if forwarder is None:
+                raise errors.UnknownLeader("This node does not forward writes")
+            raw_uri = request.environ.get("RAW_URI") or request.full_path.rstrip("?")
+            answer = forwarder.forward(exc.leader_url, request.method, raw_uri, dict(request.headers),
+                                       request.get_data(cache=True))
+        except errors.RegistryError as error:
+            return json_response(error.body(), error.http_status)
+        return Response(answer.body, status=answer.status, content_type=answer.content_type)
 
     @app.errorhandler(errors.RegistryError)
     def _registry_error(exc: errors.RegistryError) -> Response:

@@ -55,5 +55,21 @@ StoreTimeout = _error("StoreTimeout", 500, 50002)
 ForwardingError = _error("ForwardingError", 500, 50003)
 UnknownLeader = _error("UnknownLeader", 500, 50004)
 
+
+
+class NotLeader(RegistryError):
+    """Internal: this node may not append; the API forwards the request to `leader_url`.
+
+    Reaches a client only as 50004 (no leader known, or a loop) via `registry.api`.
+    """
+
+    http_status = 500
+    error_code = 50004
+
+    def __init__(self, message: str, leader_url: str | None) -> None:
+        super().__init__(message)
+        self.leader_url = leader_url
+
+
 # Not ready yet: still reading the log. 503 so that every client retries it.
 NotReady = _error("NotReady", 503, 50002)

@@ -1,11 +1,15 @@
-"""One registry node: its log, cache, reader and service, wired from settings."""
+"""One registry node: its log, cache, reader, service and election, wired from settings."""
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from election.elector import Elector
+from election.identity import LeaderIdentity
 from registry.compatibility import CompatibilityLevel
+from registry.forward import Forwarder
+from registry.leader_gate import LeaderGate
 from registry.modes import Mode
 from registry.service import RegistryService
 from registry.settings import Settings
@@ -24,6 +28,8 @@ class Node:
     cache: Cache
     reader: LogReader
     service: RegistryService
+    elector: Elector | None = None  # None: a single node on the embedded store, always the writer
+    forwarder: Forwarder | None = field(default=None)
 
     @property
     def cluster_id(self) -> str:
@@ -31,8 +37,16 @@ class Node:
         return getattr(self.log, "cluster_id", None) or "embedded"
 
     def close(self) -> None:
-        """Stop reading and release the log. Blocks until the reader thread has ended."""
-        self.log.close()  # first, so that a reader blocked in read() wakes at once
+        """Hand leadership over, stop reading and release the log.
+
+        Blocks until the election is left (so another node takes over at once) and the
+        reader thread has ended.
+        """
+        if self.elector is not None:
+            self.elector.close()
+        if self.forwarder is not None:
+            self.forwarder.close()
+        self.log.close()  # before stopping the reader, so that one blocked in read() wakes at once
         self.reader.stop()
 
 
@@ -68,4 +82,31 @@ def build_node(settings: Settings, log_: Log | None = None) -> Node:
         timeout=settings.store_timeout_seconds,
     )
     reader.start()
-    return Node(settings, the_log, cache, reader, service)
+    node = Node(settings, the_log, cache, reader, service)
+    if settings.election_backend != "static":
+        node.elector = build_elector(settings)
+        node.forwarder = Forwarder(settings.store_timeout_seconds)
+        gate = LeaderGate(service, node.elector)
+        service.set_may_write(gate.check)
+        node.elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
+    return node
+
+
+def build_elector(settings: Settings) -> Elector:
+    """The elector the settings name (zookeeper or kafka), not started."""
+    scheme, _, port = settings.listener
+    identity = LeaderIdentity(scheme, settings.advertised_host, port)
+    timeout_ms = settings.election_session_timeout_ms
+    if settings.election_backend == "zookeeper":
+        from election.zookeeper import ZooKeeperElector
+
+        return ZooKeeperElector(identity, settings.zookeeper_connect, eligible=settings.leader_eligible,
+                                root=settings.get("leader.election.zookeeper.root"),
+                                session_timeout=timeout_ms / 1000)
+    from election.kafka_group import KafkaGroupElector
+    from store.kafka_config import KafkaLogConfig
+
+    kafka = KafkaLogConfig.from_kafkastore(settings.prefixed("kafkastore."))
+    return KafkaGroupElector(identity, kafka.bootstrap_servers, eligible=settings.leader_eligible,
+                             group_id=settings.get("schema.registry.group.id"),
+                             session_timeout_ms=timeout_ms, config=kafka.client)

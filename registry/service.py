@@ -26,9 +26,11 @@ from store.records import (
     ConfigValue,
     DeleteSubjectKey,
     DeleteSubjectValue,
+    FenceValue,
     Key,
     ModeKey,
     ModeValue,
+    NoopKey,
     SchemaKey,
     SchemaReference,
     SchemaValue,
@@ -111,6 +113,10 @@ class RegistryService:
                 continue
             self._reader.wait_until(self._ready_target, min(remaining, 1.0))
         return True
+
+    def set_may_write(self, check: Callable[[], None]) -> None:
+        """Install the check run under the write lock before every append (the leader gate)."""
+        self._may_write = check
 
     def schema_types(self) -> list[str]:
         return sorted(self._types)
@@ -504,7 +510,21 @@ class RegistryService:
     def _write_records(self, records: list[tuple[Key, Value | None]]) -> None:
         self._write(lambda: (records, None))
 
-    def _write(self, plan: Callable[[], tuple[list[tuple[Key, Value | None]], T]]) -> T:
+    def append_fence(self, fence: FenceValue) -> None:
+        """Append a leader fence at the log's end, as a newly elected leader's first act.
+
+        Validated against the caught-up log like any write (retried if someone else
+        appends first), but not subject to `may_write`: it is what grants permission.
+        Blocks until applied. Raises StoreError or StoreTimeout.
+        """
+        self._known_end = None  # a new term: ask the log where it ends
+        self._write(lambda: ([(NoopKey(), fence)], None), check_writer=False)
+
+    def latest_fence(self) -> FenceValue | None:
+        return self._cache.fence
+
+    def _write(self, plan: Callable[[], tuple[list[tuple[Key, Value | None]], T]],
+               check_writer: bool = True) -> T:
         """Run `plan` against a cache caught up with the log, append what it returns, and
         return its result once this node has applied the records.
 
@@ -518,6 +538,8 @@ class RegistryService:
                 records, result = plan()
                 if not records:
                     return result
+                if check_writer:
+                    self._may_write()  # raises NotLeader on a follower: forward instead
                 self._known_end = None  # unknown until the append says where it landed
                 try:
                     last = self._append(records, end)
@@ -536,7 +558,6 @@ class RegistryService:
         broker round trip with Kafka). Should someone else have appended since, the
         next conditional append fails with LogConflict and we ask again.
         """
-        self._may_write()
         try:
             end = self._known_end if self._known_end is not None else self._log.end_offset()
             caught_up = self._reader.wait_until(end, self._timeout)

@@ -7,6 +7,7 @@ over: a Java-style `.properties` file, overridden by `SCHEMA_REGISTRY_<KEY>` var
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -29,6 +30,10 @@ DEFAULTS: dict[str, str] = {
     "leader.eligibility": "true",
     "inter.instance.protocol": "http",
     # Our additions, in the same style.
+    "leader.election.backend": "",  # static, zookeeper or kafka; empty: kafka with a Kafka store
+    "leader.election.zookeeper.connect": "",
+    "leader.election.zookeeper.root": "/schema-registry",
+    "leader.election.session.timeout.ms": "10000",
     "embedded.store.path": "./data",
     "max.request.bytes": str(16 * 1024 * 1024),
     "server.threads": "8",
@@ -93,6 +98,44 @@ class Settings:
     def server_threads(self) -> int:
         return self._positive_int("server.threads")
 
+    @property
+    def election_backend(self) -> str:
+        """static, zookeeper or kafka. Unset: zookeeper if a ZooKeeper is named (as
+        Confluent did with `kafkastore.connection.url`), kafka with a Kafka store, else static."""
+        value = self.get("leader.election.backend").strip().lower()
+        if not value:
+            if self.zookeeper_connect:
+                return "zookeeper"
+            return "kafka" if self.kafka_bootstrap_servers else "static"
+        if value not in ("static", "zookeeper", "kafka"):
+            raise ConfigError(f"leader.election.backend: unknown backend {value!r}")
+        if value == "zookeeper" and not self.zookeeper_connect:
+            raise ConfigError("leader.election.backend=zookeeper needs leader.election.zookeeper.connect")
+        if value == "kafka" and not self.kafka_bootstrap_servers:
+            raise ConfigError("leader.election.backend=kafka needs kafkastore.bootstrap.servers")
+        return value
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return (self.get("leader.election.zookeeper.connect") or self.get("kafkastore.connection.url")).strip()
+
+    @property
+    def leader_eligible(self) -> bool:
+        return self.get("leader.eligibility").strip().lower() != "false"
+
+    @property
+    def election_session_timeout_ms(self) -> int:
+        return self._positive_int("leader.election.session.timeout.ms")
+
+    @property
+    def advertised_host(self) -> str:
+        """The host other nodes reach this one at: `host.name`, else the listener's host."""
+        configured = self.get("host.name").strip()
+        if configured:
+            return configured
+        host = self.listener[1]
+        return socket.getfqdn() if host in ("0.0.0.0", "::", "") else host
+
     def _positive_int(self, name: str) -> int:
         try:
             value = int(self.get(name))
@@ -125,7 +168,8 @@ def load_settings(path: str | None = None, environ: Mapping[str, str] | None = N
     settings = Settings(properties)
     # Fail at start-up, not on the first request.
     _ = (settings.listener, settings.compatibility_level, settings.mode, settings.store_timeout_seconds,
-         settings.max_request_bytes, settings.server_threads)
+         settings.max_request_bytes, settings.server_threads, settings.election_backend,
+         settings.election_session_timeout_ms)
     return settings
 
 

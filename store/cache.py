@@ -17,6 +17,7 @@ from store.records import (
     ConfigValue,
     DeleteSubjectKey,
     DeleteSubjectValue,
+    FenceValue,
     Key,
     ModeKey,
     ModeValue,
@@ -59,6 +60,7 @@ class Cache:
         self._key_bytes: dict[tuple[object, ...], bytes | dict[bytes, None]] = {}
         self._max_id = 0
         self.conflicts = 0  # records that tried to give an existing id other content
+        self._fence: FenceValue | None = None
 
     # ---- applying records -------------------------------------------------
 
@@ -74,6 +76,8 @@ class Cache:
             return
         self._remember_key_bytes(logical_key(key), raw_key, value is None)
         if isinstance(key, NoopKey):
+            if isinstance(value, FenceValue):
+                self._fence = value
             return
         if isinstance(key, SchemaKey):
             if value is None:
@@ -180,6 +184,11 @@ class Cache:
     # ---- reads -------------------------------------------------------------
 
     @property
+    def fence(self) -> FenceValue | None:
+        """The latest leader fence applied: its holder is the only node that may append."""
+        return self._fence
+
+    @property
     def max_id(self) -> int:
         """The largest id any applied record has used; new ids start above it."""
         return self._max_id
@@ -237,4 +246,5 @@ class Cache:
             sorted(self._configs.items(), key=lambda kv: kv[0] or ""),
             sorted(self._modes.items(), key=lambda kv: kv[0] or ""),
             self._max_id,
+            self._fence,
         )

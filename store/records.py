@@ -118,7 +118,20 @@ class ClearSubjectValue:
     subject: str
 
 
-Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue]
+@dataclass(frozen=True)
+class FenceValue:
+    """Our addition: a NOOP record a newly elected leader appends before it writes.
+
+    `token` is unique to one term of one node; a node may append only while the
+    latest fence in the log is its own (DESIGN invariant 2). Confluent's and
+    Karapace's readers skip NOOP records without reading their value.
+    """
+
+    token: str
+    leader: str = ""
+
+
+Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue, FenceValue]
 
 
 def logical_key(key: Key) -> tuple[Any, ...]:
@@ -186,6 +199,8 @@ def encode_value(value: Value | None) -> bytes | None:
         return _dumps({"subject": value.subject, "version": value.version})
     if isinstance(value, ClearSubjectValue):
         return _dumps({"subject": value.subject})
+    if isinstance(value, FenceValue):
+        return _dumps({"fence": value.token, "leader": value.leader})
     raise TypeError(f"not a record value: {value!r}")
 
 
@@ -241,14 +256,28 @@ def decode_key(raw: bytes) -> Key:
     raise RecordFormatError(f"unknown keytype {key_type!r}")
 
 
+def _decode_fence(raw: bytes) -> FenceValue | None:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is dict and isinstance(obj.get("fence"), str):
+        leader = obj.get("leader")
+        return FenceValue(obj["fence"], leader if isinstance(leader, str) else "")
+    return None
+
+
 def decode_value(key: Key, raw: bytes | None) -> Value | None:
     """Decode the value stored under `key`; None (a tombstone) stays None.
 
-    NOOP records carry nothing and decode to None whatever their bytes.
-    Raises RecordFormatError.
+    NOOP records decode to a FenceValue when they are one of our fences, else to
+    None whatever their bytes (Confluent writes them with a null value).
+    Raises RecordFormatError only for non-NOOP records.
     """
-    if raw is None or type(key) is NoopKey:
+    if raw is None:
         return None
+    if type(key) is NoopKey:
+        return _decode_fence(raw)
     if type(key) is SchemaKey:
         return _decode_schema_value(key, _load_object(raw, "SchemaKey value"))
     obj = _load_object(raw, f"{type(key).__name__} value")
