@@ -29,7 +29,7 @@ ACCEPTED_BODY_TYPES = frozenset({
     "application/octet-stream",
 })
 # Answered before the node has caught up with the log, so orchestrators can probe it.
-_ALWAYS_ANSWERED = ("/ready", "/health")
+_ALWAYS_ANSWERED = ("/ready", "/health", "/leader")
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -175,13 +175,14 @@ def schema_body(stored: StoredSchema) -> dict[str, Any]:
 
 def create_app(service: RegistryService, *, max_request_bytes: int = 16 * 1024 * 1024,
                cluster_id: str = "embedded", registry_group: str = "schema-registry",
-               forwarder: Forwarder | None = None) -> Flask:
+               forwarder: Forwarder | None = None, elector: Any = None) -> Flask:
     """Build a Flask app serving `service`. No global state: build as many as you like."""
     from registry.routes import config_routes, schema_routes, subject_routes
 
     app = Flask("registry")
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     app.extensions["registry.service"] = service
+    app.extensions["registry.elector"] = elector
     app.extensions["registry.metadata"] = {"kafka-cluster": cluster_id,
                                            "schema-registry-cluster": registry_group}
     app.url_map.converters["subject"] = SubjectConverter

@@ -63,6 +63,7 @@ def build_app(settings: Settings) -> tuple[Any, Callable[[], None]]:
         raise SystemExit(1) from None
     app = create_app(node.service, max_request_bytes=settings.max_request_bytes,
                      cluster_id=node.cluster_id, forwarder=node.forwarder,
+                     elector=node.elector,
                      registry_group=settings.get("schema.registry.group.id"))
 
     def report_ready() -> None:

@@ -85,6 +85,8 @@ def build_node(settings: Settings, log_: Log | None = None) -> Node:
     node = Node(settings, the_log, cache, reader, service)
     if settings.election_backend != "static":
         node.elector = build_elector(settings)
+        if hasattr(the_log, "origin"):
+            the_log.origin = node.elector.identity.url.encode()
         node.forwarder = Forwarder(settings.store_timeout_seconds)
         gate = LeaderGate(service, node.elector)
         service.set_may_write(gate.check)

@@ -322,6 +322,19 @@ def metadata_version() -> Any:
     return json_response({"version": __version__, "commitId": ""})
 
 
+@config_routes.get("/leader")
+def leader() -> Any:
+    """Ours, for operators and failover tests: who writes, as this node sees it."""
+    elector = current_app.extensions.get("registry.elector")
+    service = _service()
+    known = elector.leader() if elector is not None else None
+    return json_response({
+        "leader": known.url if known is not None else None,
+        "is_leader": elector.is_leader() if elector is not None else True,
+        "accepted_appends": service.accepted_appends,
+    })
+
+
 @config_routes.get("/health")
 def health() -> Any:
     return json_response({"status": "UP"})

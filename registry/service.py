@@ -85,6 +85,7 @@ class RegistryService:
         self._ready = False
         self._ready_target: int | None = None
         self._known_end: int | None = None
+        self.accepted_appends = 0  # records this node appended that the log took in place
 
     # ---- readiness -------------------------------------------------------------
 
@@ -546,6 +547,7 @@ class RegistryService:
                 except LogConflict:
                     continue
                 self._known_end = last + 1
+                self.accepted_appends += len(records)
             if not self._reader.wait_until(last + 1, self._timeout):
                 raise errors.StoreTimeout("Timed out waiting for the write to be applied")
             return result

@@ -59,6 +59,9 @@ from store.records import LogRecord
 log = logging.getLogger(__name__)
 
 EXPECTED_OFFSET_HEADER = "expected-offset"
+# Who wrote a record: an opaque name the node gives (`KafkaLog.origin`), for audits
+# such as the failover tests' check that only the fence holder's records count.
+ORIGIN_HEADER = "origin"
 
 # A slice of read()'s wait: close() waits at most this long for a read in progress.
 _POLL_SLICE = 0.1
@@ -91,6 +94,7 @@ class KafkaLog:
         """
         self._topic = config.topic
         self._partition = TopicPartition(config.topic, _PARTITION)
+        self.origin: bytes = b""  # set by the node: stamped on every record it appends
         self._timeout = config.timeout
         # librdkafka's own log lines go to Python logging, not raw to stderr.
         base = {**_RECONNECT, **config.client, "logger": logging.getLogger("librdkafka")}
@@ -142,9 +146,9 @@ class KafkaLog:
         (not acknowledged in time, or refused) or LogConflict (it landed elsewhere than
         `expected_offset`; readers will drop it).
         """
-        headers = None
+        headers = [(ORIGIN_HEADER, self.origin)] if self.origin else []
         if expected_offset is not None:
-            headers = [(EXPECTED_OFFSET_HEADER, encode_expected_offset(expected_offset))]
+            headers.append((EXPECTED_OFFSET_HEADER, encode_expected_offset(expected_offset)))
         done = threading.Event()
         outcome: list[tuple[KafkaError | None, int]] = []
 
@@ -155,7 +159,7 @@ class KafkaLog:
         producer = self._producer
         try:
             producer.produce(self._topic, key=key, value=value, partition=_PARTITION,
-                             headers=headers, on_delivery=delivered)
+                             headers=headers or None, on_delivery=delivered)
         except BufferError:
             raise LogUnavailable("the Kafka producer's queue is full") from None
         except KafkaException as exc:
