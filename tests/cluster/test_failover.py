@@ -148,49 +148,60 @@ def kill_leader_and_recover(cluster: Cluster, writers: Writers) -> None:
     wait_for(leader.ready, 60, "the killed node to come back")
 
 
+def run_failover_scenario(cluster) -> Writers:
+    """The scenario, on any cluster backend: 5 x kill -9, a zombie, a graceful stop.
+
+    Returns the writers once stopped. Asserts progress at every step.
+    """
+    cluster.wait_for_leader(60)
+    with Writers(cluster) as writers:
+        wait_for(lambda: writers.count() >= 10, 30, "the first registrations")
+        for _ in range(5):
+            kill_leader_and_recover(cluster, writers)
+
+        zombie = cluster.wait_for_leader()
+        zombie.pause()
+        cluster.wait_for_leader(60, other_than=zombie)
+        before = writers.count()
+        wait_for(lambda: writers.count() >= before + 4, 30, "registrations while the leader is paused")
+        zombie.resume()
+        wait_for(lambda: (view := zombie.leader_view()) is not None and not view["is_leader"], 30,
+                 "the resumed zombie to step down")
+        before = writers.count()
+        wait_for(lambda: writers.count() >= before + 8, 30, "registrations after the zombie resumed")
+
+        leader = cluster.wait_for_leader()
+        leader.terminate()
+        cluster.wait_for_leader(30, other_than=leader)
+        before = writers.count()
+        wait_for(lambda: writers.count() >= before + 4, 30, "registrations after a graceful stop")
+        leader.start()
+        wait_for(leader.ready, 60, "the stopped node to come back")
+        before = writers.count()
+        wait_for(lambda: writers.count() >= before + 4, 30, "registrations with every node back")
+    return writers
+
+
+def check_every_node(cluster, writers: Writers) -> None:
+    """Identical state everywhere, every acknowledged registration in it, ids unique."""
+    assert not writers.errors, f"clients got 4xx answers: {writers.errors[:5]}"
+    state = converged_state(cluster)
+    ids: dict[int, str] = {}
+    by_subject: dict[str, set[int]] = {}
+    for version in state["schemas"]:
+        assert ids.setdefault(version["id"], version["schema"]) == version["schema"], \
+            f"id {version['id']} names two schemas"
+        by_subject.setdefault(version["subject"], set()).add(version["id"])
+    missing = [a for a in writers.acked if a.schema_id not in by_subject.get(a.subject, set())]
+    assert not missing, f"{len(missing)} acknowledged registrations are lost, e.g. {missing[:3]}"
+    assert len(writers.acked) >= 40, "the scenario should have registered a fair number of schemas"
+
+
 @pytest.mark.parametrize("elector", ["zookeeper", "kafka"])
 def test_failover_keeps_every_acknowledged_write_and_one_writer(elector, kafka_bootstrap, zookeeper_connect):
     with Cluster(3, elector, kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect) as cluster:
-        cluster.wait_for_leader(60)
-        with Writers(cluster) as writers:
-            wait_for(lambda: writers.count() >= 10, 30, "the first registrations")
-            for _ in range(5):
-                kill_leader_and_recover(cluster, writers)
-
-            zombie = cluster.wait_for_leader()
-            zombie.pause()
-            cluster.wait_for_leader(60, other_than=zombie)
-            before = writers.count()
-            wait_for(lambda: writers.count() >= before + 4, 30, "registrations while the leader is paused")
-            zombie.resume()
-            wait_for(lambda: (view := zombie.leader_view()) is not None and not view["is_leader"], 30,
-                     "the resumed zombie to step down")
-            before = writers.count()
-            wait_for(lambda: writers.count() >= before + 8, 30, "registrations after the zombie resumed")
-
-            leader = cluster.wait_for_leader()
-            leader.terminate()
-            cluster.wait_for_leader(30, other_than=leader)
-            before = writers.count()
-            wait_for(lambda: writers.count() >= before + 4, 30, "registrations after a graceful stop")
-            leader.start()
-            wait_for(leader.ready, 60, "the stopped node to come back")
-            before = writers.count()
-            wait_for(lambda: writers.count() >= before + 4, 30, "registrations with every node back")
-
-        assert not writers.errors, f"clients got 4xx answers: {writers.errors[:5]}"
-        state = converged_state(cluster)
-
-        ids: dict[int, str] = {}
-        by_subject: dict[str, set[int]] = {}
-        for version in state["schemas"]:
-            assert ids.setdefault(version["id"], version["schema"]) == version["schema"], \
-                f"id {version['id']} names two schemas"
-            by_subject.setdefault(version["subject"], set()).add(version["id"])
-        missing = [a for a in writers.acked if a.schema_id not in by_subject.get(a.subject, set())]
-        assert not missing, f"{len(missing)} acknowledged registrations are lost, e.g. {missing[:3]}"
-        assert len(writers.acked) >= 40, "the scenario should have registered a fair number of schemas"
-
+        writers = run_failover_scenario(cluster)
+        check_every_node(cluster, writers)
         applied, dropped, violations = audit_topic(kafka_bootstrap, cluster.topic)
         assert not violations, f"records took effect without their writer holding the fence: {violations[:5]}"
         assert applied > len({a.subject for a in writers.acked}), "the audit must have read the registrations"
