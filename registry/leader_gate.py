@@ -44,6 +44,7 @@ class LeaderGate:
         with self._lock:
             self._token = token
         log.info("elected: fenced the log with %s, accepting writes", token)
+        self._service.repair_misplaced()
 
     def on_demoted(self) -> None:
         """Stop writing at once; writes are forwarded from now on."""

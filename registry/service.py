@@ -7,6 +7,7 @@ appended for a request that fails validation (DESIGN invariant 6).
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -35,9 +36,13 @@ from store.records import (
     SchemaReference,
     SchemaValue,
     Value,
+    RecordFormatError,
+    decode_key,
     encode_key,
     encode_value,
 )
+
+log = logging.getLogger(__name__)
 
 MAX_INT32 = 2**31 - 1
 
@@ -86,6 +91,7 @@ class RegistryService:
         self._ready_target: int | None = None
         self._known_end: int | None = None
         self.accepted_appends = 0  # records this node appended that the log took in place
+        self._repairing = False
 
     # ---- readiness -------------------------------------------------------------
 
@@ -524,6 +530,38 @@ class RegistryService:
     def latest_fence(self) -> FenceValue | None:
         return self._cache.fence
 
+    def repair_misplaced(self) -> int:
+        """Re-state every key whose newest record in the log is one readers dropped.
+
+        A record that landed out of place (a deposed leader's late append) has no effect,
+        but it is its key's newest record: once Kafka compacts the topic it would be the
+        only one left, and the valid value before it would be lost on replay. Appending
+        the current value again under the same key bytes makes the valid record newest.
+        Leader only: on a follower this does nothing. Returns how many keys it re-stated.
+        """
+        def plan() -> tuple[list[Restated], int]:
+            restated = []
+            for raw_key in list(self._reader.misplaced_latest):
+                try:
+                    key = decode_key(raw_key)
+                except RecordFormatError:
+                    continue
+                restated.append(Restated(raw_key, self._cache.current_value(key)))
+            return restated, len(restated)
+
+        if not self._reader.misplaced_latest or self._repairing:
+            return 0
+        self._repairing = True
+        try:
+            repaired = self._write(plan)
+        except errors.NotLeader:
+            return 0
+        finally:
+            self._repairing = False
+        if repaired:
+            log.info("re-stated %d keys whose newest record had been dropped", repaired)
+        return repaired
+
     def _write(self, plan: Callable[[], tuple[list[tuple[Key, Value | None]], T]],
                check_writer: bool = True) -> T:
         """Run `plan` against a cache caught up with the log, append what it returns, and
@@ -550,6 +588,8 @@ class RegistryService:
                 self.accepted_appends += len(records)
             if not self._reader.wait_until(last + 1, self._timeout):
                 raise errors.StoreTimeout("Timed out waiting for the write to be applied")
+            if self._reader.misplaced_latest:
+                self.repair_misplaced()
             return result
         raise errors.StoreTimeout("Gave up writing: other writers kept appending first")
 
@@ -569,17 +609,21 @@ class RegistryService:
             raise errors.StoreTimeout("Timed out reading the schema log to its end")
         return end
 
-    def _append(self, records: list[tuple[Key, Value | None]], expected: int) -> int:
+    def _append(self, records: list[tuple[Key, Value | None] | Restated], expected: int) -> int:
         """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset."""
         offset = expected - 1
         try:
-            for key, value in records:
-                raw_value = encode_value(value)
-                # Reuse every byte form the log holds for this key, so compaction
-                # replaces (or a tombstone removes) exactly what is there.
-                forms = self._cache.key_bytes(key) or [encode_key(key)]
-                if raw_value is not None:
-                    forms = forms[-1:]
+            for item in records:
+                if isinstance(item, Restated):
+                    raw_value, forms = encode_value(item.value), [item.raw_key]
+                else:
+                    key, value = item
+                    raw_value = encode_value(value)
+                    # Reuse every byte form the log holds for this key, so compaction
+                    # replaces (or a tombstone removes) exactly what is there.
+                    forms = self._cache.key_bytes(key) or [encode_key(key)]
+                    if raw_value is not None:
+                        forms = forms[-1:]
                 for raw_key in forms:
                     offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1)
         except LogFenced as exc:
@@ -587,6 +631,14 @@ class RegistryService:
         except LogUnavailable as exc:
             raise errors.StoreError(f"The schema log did not accept the write: {exc}") from None
         return offset
+
+
+@dataclass(frozen=True)
+class Restated:
+    """A record re-stating `key`'s current value under exactly the bytes `raw_key`."""
+
+    raw_key: bytes
+    value: Value | None
 
 
 _WRITE_ATTEMPTS = 20

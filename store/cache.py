@@ -61,6 +61,8 @@ class Cache:
         self._max_id = 0
         self.conflicts = 0  # records that tried to give an existing id other content
         self._fence: FenceValue | None = None
+        # The latest DELETE_SUBJECT / CLEAR_SUBJECT value per subject, to re-state them.
+        self._subject_records: dict[tuple[type, str], Value] = {}
 
     # ---- applying records -------------------------------------------------
 
@@ -88,14 +90,19 @@ class Cache:
             self._put_or_drop(self._configs, key.subject, value)
         elif isinstance(key, ModeKey):
             self._put_or_drop(self._modes, key.subject, value)
-        elif isinstance(key, DeleteSubjectKey) and isinstance(value, DeleteSubjectValue):
-            versions = self._versions.get(key.subject, {})
-            for number, existing in list(versions.items()):
-                if number <= value.version and not existing.deleted:
-                    versions[number] = replace(existing, deleted=True)
-        elif isinstance(key, ClearSubjectKey) and isinstance(value, ClearSubjectValue):
-            for number in list(self._versions.get(key.subject, {})):
-                self._drop_version(key.subject, number)
+        elif isinstance(key, (DeleteSubjectKey, ClearSubjectKey)):
+            self._put_or_drop(self._subject_records, (type(key), key.subject), value)
+            if isinstance(key, DeleteSubjectKey) and isinstance(value, DeleteSubjectValue):
+                self._soft_delete_up_to(key.subject, value.version)
+            elif isinstance(key, ClearSubjectKey) and isinstance(value, ClearSubjectValue):
+                for number in list(self._versions.get(key.subject, {})):
+                    self._drop_version(key.subject, number)
+
+    def _soft_delete_up_to(self, subject: str, version: int) -> None:
+        versions = self._versions.get(subject, {})
+        for number, existing in list(versions.items()):
+            if number <= version and not existing.deleted:
+                versions[number] = replace(existing, deleted=True)
 
     def _remember_key_bytes(self, identity: tuple[object, ...], raw_key: bytes, tombstone: bool) -> None:
         # One byte form per key is the rule, several the exception (magic 0 and 1, a
@@ -182,6 +189,22 @@ class Cache:
                         del self._referenced_by[(ref.subject, ref.version)]
 
     # ---- reads -------------------------------------------------------------
+
+    def current_value(self, key: Key) -> Value | None:
+        """What the log says for `key` now, as one record would state it; None if nothing.
+
+        Used to re-state a key whose newest record readers dropped (see
+        `RegistryService.repair_misplaced`).
+        """
+        if isinstance(key, SchemaKey):
+            return self.version(key.subject, key.version)
+        if isinstance(key, ConfigKey):
+            return self._configs.get(key.subject)
+        if isinstance(key, ModeKey):
+            return self._modes.get(key.subject)
+        if isinstance(key, NoopKey):
+            return self._fence
+        return self._subject_records.get((type(key), key.subject))
 
     @property
     def fence(self) -> FenceValue | None:

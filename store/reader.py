@@ -42,6 +42,9 @@ class LogReader:
         self._thread = threading.Thread(target=self._run, name="log-reader", daemon=True)
         self.skipped = 0  # records that could not be decoded
         self.dropped = 0  # records that landed at another offset than their writer expected
+        # Keys whose newest record in the log is one that readers dropped: once compacted,
+        # it would hide the valid record before it, so the leader re-states them.
+        self.misplaced_latest: dict[bytes, int] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -122,9 +125,12 @@ class LogReader:
                 # it on every node keeps them identical (and a deposed leader's late
                 # append harmless).
                 self.dropped += 1
+                self.misplaced_latest[record.key] = record.offset
                 log.warning("dropping record at offset %d: its writer expected offset %d",
                             record.offset, record.expected_offset)
                 continue
+            if self.misplaced_latest:
+                self.misplaced_latest.pop(record.key, None)
             self._apply(record.key, record.value, record.offset)
         if applied >= _FREEZE_AFTER:
             # Catching up creates the cache's objects by the hundred thousand, and

@@ -1,0 +1,81 @@
+"""A record dropped as misplaced must not, once compacted, hide the valid record before it.
+
+Kafka cannot refuse a deposed leader's late append; readers drop it (it landed at
+another offset than its writer expected), but it is still its key's newest record, and
+compaction keeps only the newest. The leader re-states such keys.
+"""
+from __future__ import annotations
+
+import json
+
+from registry.node import build_node
+from registry.service import NewSchema, RegisterRequest
+from registry.settings import load_settings
+from store.cache import Cache
+from store.memory_log import MemoryLog
+from store.reader import LogReader
+from store.records import LogRecord, SchemaKey, SchemaValue, encode_key, encode_value
+
+
+def schema(name: str) -> str:
+    return json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "int"}]})
+
+
+def zombie_append(log: MemoryLog, key: SchemaKey, value: SchemaValue) -> None:
+    """What Kafka would hold after a deposed leader's late append: a record at the log's
+    end that expected an earlier offset (MemoryLog itself refuses such appends)."""
+    with log._changed:
+        offset = log._next
+        log._records.append(LogRecord(offset, encode_key(key), encode_value(value), expected_offset=offset - 1))
+        log._next += 1
+        log._changed.notify_all()
+
+
+def replay(log: MemoryLog) -> Cache:
+    cache = Cache()
+    reader = LogReader(log, cache)
+    reader.start()
+    try:
+        assert reader.catch_up(5)
+    finally:
+        reader.stop()
+    return cache
+
+
+def test_leader_restates_a_key_whose_newest_record_was_dropped():
+    log = MemoryLog()
+    node = build_node(load_settings(environ={}), log)
+    try:
+        assert node.service.wait_ready(5)
+        valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
+        key = SchemaKey("s", valid.version)
+        zombie_append(log, key, SchemaValue("s", valid.version, 999, schema("Zombie")))
+        assert node.reader.wait_until(log.end_offset(), 5)
+        assert node.reader.misplaced_latest, "the reader must remember the dropped record's key"
+
+        node.service.register("other", RegisterRequest(NewSchema(schema("Other"))))  # the leader writes again
+
+        assert not node.reader.misplaced_latest, "the leader's next write must re-state the key"
+        log.compact()
+        replayed = replay(log)
+        assert replayed.version("s", valid.version) is not None, \
+            "after compaction the valid registration must survive replay"
+        assert replayed.version("s", valid.version).id == valid.id
+        assert replayed.fingerprint() == node.cache.fingerprint(), "a replay must equal the live cache"
+    finally:
+        node.close()
+
+
+def test_without_restating_compaction_would_lose_the_valid_record():
+    # The hazard itself, so that the test above means something.
+    log = MemoryLog()
+    node = build_node(load_settings(environ={}), log)
+    try:
+        assert node.service.wait_ready(5)
+        valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
+        zombie_append(log, SchemaKey("s", valid.version), SchemaValue("s", valid.version, 999, schema("Zombie")))
+        assert node.reader.wait_until(log.end_offset(), 5)
+    finally:
+        node.close()
+    log.compact()
+    assert replay(log).version("s", valid.version) is None
