@@ -109,6 +109,7 @@ def bare_consumer(bootstrap: str, topic: str, count: int) -> float:
 def ours(bootstrap: str, topic: str) -> tuple[float, int]:
     """Seconds from `schema-registry serve` to `/ready` answering 200, and RSS in KiB."""
     env = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": bootstrap,
+                   "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",  # one node: it writes
            "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": topic}
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as data, registry(Path(data), env, ready_timeout=120) as (_, pid):

@@ -158,6 +158,7 @@ def main() -> None:
         (work / "ours").mkdir()
         if args.kafka:
             env = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": args.kafka,
+                   "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",  # one node: it writes
                    "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": f"_schemas_bench_{uuid.uuid4().hex[:8]}",
                    "SCHEMA_REGISTRY_KAFKASTORE_TOPIC_REPLICATION_FACTOR": "1"}
             mine = ("ours: POST /subjects/{s}/versions, Kafka store", *ours(work / "ours", args.writers, args.seconds, env))

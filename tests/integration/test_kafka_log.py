@@ -120,7 +120,9 @@ def log_config(bootstrap: str, topic: str, **extra: str) -> KafkaLogConfig:
 def start_node(bootstrap: str, topic: str, timeout_ms: int = 5000) -> Node:
     settings = load_settings(environ={}, overrides={
         "kafkastore.bootstrap.servers": bootstrap, "kafkastore.topic": topic,
-        "kafkastore.timeout.ms": str(timeout_ms)})
+        "kafkastore.timeout.ms": str(timeout_ms),
+        # One node testing the store: it writes itself (elections are tested in tests/cluster).
+        "leader.election.backend": "static"})
     node = build_node(settings)
     assert node.service.wait_ready(TIMEOUT), "a node must catch up with the topic"
     return node

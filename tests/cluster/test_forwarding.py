@@ -1,0 +1,63 @@
+"""Forwarding rules on a real cluster (ZooKeeper election, Kafka store)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import requests
+
+from tests.cluster.harness import Cluster, wait_for
+
+pytestmark = pytest.mark.integration
+
+HEADERS = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+BODY = json.dumps({"schema": json.dumps({"type": "record", "name": "F", "fields": []})})
+
+
+def register(url: str, subject: str, headers: dict | None = None, timeout: float = 20) -> requests.Response:
+    return requests.post(f"{url}/subjects/{subject}/versions", data=BODY, headers={**HEADERS, **(headers or {})},
+                         timeout=timeout)
+
+
+def test_without_an_eligible_node_writes_fail_fast_with_50004_and_reads_work(kafka_bootstrap, zookeeper_connect):
+    with Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                 extra_env={"SCHEMA_REGISTRY_LEADER_ELIGIBILITY": "false"}) as cluster:
+        node = cluster.nodes[0]
+        began = time.monotonic()
+        response = register(node.url, "s")
+        assert response.status_code == 500 and response.json()["error_code"] == 50004, response.text
+        assert time.monotonic() - began < 2, "no leader must be answered promptly, not after a hang"
+        assert requests.get(f"{node.url}/subjects", timeout=5).json() == [], "reads need no leader"
+
+
+def test_followers_forward_and_a_forwarded_request_is_never_forwarded_again(kafka_bootstrap, zookeeper_connect):
+    with Cluster(2, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect) as cluster:
+        leader = cluster.wait_for_leader()
+        follower = next(n for n in cluster.nodes if n is not leader)
+        response = register(follower.url, "through-follower")
+        assert response.status_code == 200, response.text
+        schema_id = response.json()["id"]
+        wait_for(lambda: requests.get(f"{leader.url}/schemas/ids/{schema_id}", timeout=2).status_code == 200,
+                 10, "the forwarded write on the leader")
+        again = register(follower.url, "through-follower")
+        assert again.json()["id"] == schema_id, "an existing registration is answered (locally) with its id"
+        looped = register(follower.url, "loop", headers={"X-Forward": "true"})
+        assert looped.status_code == 500 and looped.json()["error_code"] == 50004, \
+            "a request already forwarded once must not be forwarded again"
+
+
+def test_an_unreachable_leader_gives_50003(kafka_bootstrap, zookeeper_connect):
+    # A long session keeps the paused leader elected, so the follower tries to reach it.
+    with Cluster(2, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                 session_timeout_ms=30000, extra_env={"SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "2000"}) as cluster:
+        leader = cluster.wait_for_leader()
+        follower = next(n for n in cluster.nodes if n is not leader)
+        leader.pause()
+        try:
+            began = time.monotonic()
+            response = register(follower.url, "s")
+            assert response.status_code == 500 and response.json()["error_code"] == 50003, response.text
+            assert time.monotonic() - began < 10, "forwarding must give up within its timeout"
+        finally:
+            leader.resume()
