@@ -49,8 +49,27 @@ def wait_for(condition: Any, timeout: float, what: str, interval: float = 0.05) 
         time.sleep(interval)
 
 
+class NodeProbes:
+    """What every node backend answers over HTTP; subclasses give `url` and `alive()`."""
+
+    url: str
+
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        return self.alive() and requests.get(f"{self.url}/ready", timeout=1).status_code == 200
+
+    def leader_view(self) -> dict[str, Any] | None:
+        """This node's `/leader` answer, or None when it does not answer."""
+        try:
+            return requests.get(f"{self.url}/leader", timeout=1).json()
+        except (requests.RequestException, ValueError):
+            return None
+
+
 @dataclass
-class RegistryNode:
+class RegistryNode(NodeProbes):
     """One node: start, kill -9, pause (SIGSTOP), resume, terminate (SIGTERM), restart."""
 
     index: int
@@ -75,16 +94,6 @@ class RegistryNode:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
-
-    def ready(self) -> bool:
-        return self.alive() and requests.get(f"{self.url}/ready", timeout=1).status_code == 200
-
-    def leader_view(self) -> dict[str, Any] | None:
-        """This node's `/leader` answer, or None when it does not answer."""
-        try:
-            return requests.get(f"{self.url}/leader", timeout=1).json()
-        except (requests.RequestException, ValueError):
-            return None
 
     def kill9(self) -> None:
         """SIGKILL the supervisor, as `kill -9 <pid>` would; its worker dies with it."""

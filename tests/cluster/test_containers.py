@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.cluster.harness import wait_for
+from tests.cluster.harness import NodeProbes, wait_for
 from tests.cluster.test_failover import check_every_node, run_failover_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(docker_engine_missing() is not None, reason=str(docker_engine_missing()))]
 
 
-class ContainerNode:
+class ContainerNode(NodeProbes):
     """A registry container with the node interface the scenario uses."""
 
     def __init__(self, compose: Any, service: str) -> None:
@@ -66,15 +66,6 @@ class ContainerNode:
         out = subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", self.container],
                              capture_output=True, text=True)
         return out.stdout.strip() == "true"
-
-    def ready(self) -> bool:
-        return self.alive() and requests.get(f"{self.url}/ready", timeout=1).status_code == 200
-
-    def leader_view(self) -> dict[str, Any] | None:
-        try:
-            return requests.get(f"{self.url}/leader", timeout=1).json()
-        except (requests.RequestException, ValueError):
-            return None
 
     def kill9(self) -> None:
         self._docker("kill", "--signal", "KILL")
