@@ -94,11 +94,13 @@ class Elector(Protocol):
         ...
 
     def epoch(self) -> int | None:
-        """A number that grows with every change of leadership, for the current leader.
+        """The current leader's claim number: every new claim gets a larger one.
 
-        Comparable across nodes when not None (ZooKeeper: the zxid that created the
-        leader's znode; static: always 0). None when unknown or when the backend has no
-        such number (the Kafka group elector). Never blocks.
+        The same on every node that knows the leader, so comparable across nodes
+        (ZooKeeper: the zxid that created the leader's znode; Kafka group: the offset
+        the leader committed when it claimed; static: always 0). A leader re-elected on
+        the same claim (after a ZooKeeper connection blip, say) keeps its epoch. None
+        while ``leader()`` is None. Never blocks.
         """
         ...
 

@@ -70,7 +70,7 @@ _DISCONNECTED = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 class ZooKeeperElector:
     """An `Elector` on an ephemeral znode ``<root>/leader``.
 
-    ``hosts`` is a ZooKeeper connect string (a chroot suffix is allowed).
+    ``hosts`` is a ZooKeeper connect string (a chroot suffix is allowed if that path exists).
     ``session_timeout`` (seconds) bounds how long a crashed leader keeps its claim;
     the server clamps it to [2, 20] ticks. ``resign_backoff`` is how long this node
     stays out after its ``on_elected`` raised. ``client_options`` go to `KazooClient`
@@ -167,8 +167,9 @@ class ZooKeeperElector:
         """Demote (waiting for ``on_demoted``), close the session, stop the threads.
 
         Closing the session deletes the znode at once, so another node takes over
-        within milliseconds. Blocks until a running callback returns, then up to about
-        ``reconnect_max_delay`` if ZooKeeper is unreachable. Idempotent.
+        within milliseconds. Blocks until a running callback returns, then normally for
+        milliseconds; if ZooKeeper is unreachable, until kazoo's connection attempt in
+        progress gives up (at most the session timeout). Idempotent.
         """
         with self._lock:
             if self._closing:
@@ -285,7 +286,7 @@ class ZooKeeperElector:
             if changes != self._connection_changes or self._closing:
                 return  # the connection changed since this read; another pass is due
             self._leader = leader
-            self._epoch = stat.czxid if stat is not None else None
+            self._epoch = stat.czxid if stat is not None and leader is not None else None
             if mine and not self._resigning:
                 if self._won_czxid not in (None, stat.czxid):
                     # Our znode was replaced behind our back: that was another term.
