@@ -26,12 +26,31 @@ from store.records import FenceValue
 log = logging.getLogger(__name__)
 
 
+_REPAIR_EVERY_SECONDS = 1.0
+
+
 class LeaderGate:
     def __init__(self, service: RegistryService, elector: Elector) -> None:
         self._service = service
         self._elector = elector
         self._token: str | None = None
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+        # The leader re-states keys whose newest record was dropped (a deposed leader's
+        # late append) even when no write comes, before compaction can act on them.
+        threading.Thread(target=self._repair_while_open, name="leader-repair", daemon=True).start()
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def _repair_while_open(self) -> None:
+        while not self._closed.wait(_REPAIR_EVERY_SECONDS):
+            if self._token is None:
+                continue
+            try:
+                self._service.repair_misplaced()
+            except Exception:  # a failed repair is retried on the next round
+                log.exception("re-stating dropped records failed; will retry")
 
     def on_elected(self) -> None:
         """Fence the previous leader and catch up. Blocks until the fence is applied.

@@ -30,6 +30,7 @@ class Node:
     service: RegistryService
     elector: Elector | None = None  # None: a single node on the embedded store, always the writer
     forwarder: Forwarder | None = field(default=None)
+    gate: LeaderGate | None = field(default=None)
 
     @property
     def cluster_id(self) -> str:
@@ -44,6 +45,8 @@ class Node:
         """
         if self.elector is not None:
             self.elector.close()
+        if self.gate is not None:
+            self.gate.close()
         if self.forwarder is not None:
             self.forwarder.close()
         self.log.close()  # before stopping the reader, so that one blocked in read() wakes at once
@@ -88,7 +91,7 @@ def build_node(settings: Settings, log_: Log | None = None) -> Node:
         if hasattr(the_log, "origin"):
             the_log.origin = node.elector.identity.url.encode()
         node.forwarder = Forwarder(settings.store_timeout_seconds)
-        gate = LeaderGate(service, node.elector)
+        node.gate = gate = LeaderGate(service, node.elector)
         service.set_may_write(gate.check)
         node.elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
     return node

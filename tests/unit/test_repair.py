@@ -79,3 +79,36 @@ def test_without_restating_compaction_would_lose_the_valid_record():
         node.close()
     log.compact()
     assert replay(log).version("s", valid.version) is None
+
+
+def test_an_idle_leader_restates_dropped_records_without_any_write():
+    import time
+
+    from election.identity import LeaderIdentity
+    from election.static import StaticElector
+    from registry.leader_gate import LeaderGate
+
+    log = MemoryLog()
+    node = build_node(load_settings(environ={}), log)
+    elector = StaticElector(LeaderIdentity("http", "127.0.0.1", 8081))
+    gate = LeaderGate(node.service, elector)
+    node.service.set_may_write(gate.check)
+    elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
+    try:
+        assert node.service.wait_ready(5)
+        deadline = time.monotonic() + 5
+        while not elector.is_leader():  # on_elected appends the fence first
+            assert time.monotonic() < deadline, "the static node must become the writer"
+            time.sleep(0.01)
+        valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
+        zombie_append(log, SchemaKey("s", valid.version), SchemaValue("s", valid.version, 999, schema("Zombie")))
+        deadline = time.monotonic() + 5
+        while node.reader.misplaced_latest or node.reader.next_offset < log.end_offset():
+            assert time.monotonic() < deadline, "an idle leader must re-state the key within seconds"
+            time.sleep(0.05)
+        log.compact()
+        assert replay(log).version("s", valid.version).id == valid.id
+    finally:
+        elector.close()
+        gate.close()
+        node.close()
