@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down bench clean
+.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -36,7 +36,8 @@ test-unit: $(TEST_STAMP)
 test-integration: $(TEST_STAMP) infra-fetch
 	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider
 
-## infra-*: real Kafka (KRaft) and ZooKeeper from Maven Central, on loopback
+## infra-*: real Kafka (KRaft) and ZooKeeper from Maven Central, on loopback;
+## infra-fetch also puts Spark's Kafka and Avro connector jars in .infra/jars/spark
 infra-fetch:
 	python3 infra/infra.py fetch
 
@@ -50,6 +51,10 @@ infra-down:
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/read_throughput.py
 	$(BIN)/python bench/register_latency.py
+
+## bench-spark: registry.spark decoding 1M records against bare from_avro and a fastavro UDF (~2 min)
+bench-spark: $(TEST_STAMP) infra-fetch
+	$(BIN)/python bench/spark_decode.py
 
 clean:
 	rm -rf $(VENV) data .infra *.egg-info

@@ -7,7 +7,7 @@ because this runs before any virtualenv exists.
 
 Command line (wired to make targets by the Makefile)::
 
-    python3 infra/infra.py fetch    # mvn -> .infra/jars/{kafka,zookeeper}   (make infra-fetch)
+    python3 infra/infra.py fetch    # mvn -> .infra/jars/{kafka,zookeeper,spark} (make infra-fetch)
     python3 infra/infra.py up       # start both under .infra/run/          (make infra-up)
     python3 infra/infra.py down     # stop both, keep logs and data          (make infra-down)
     python3 infra/infra.py status   # exit 0 only if both are up and healthy
@@ -48,6 +48,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 POM = Path(__file__).resolve().parent / "pom.xml"
+SPARK_POM = Path(__file__).resolve().parent / "spark-pom.xml"
 INFRA_DIR = ROOT / ".infra"
 JARS_DIR = INFRA_DIR / "jars"
 RUN_DIR = INFRA_DIR / "run"
@@ -55,6 +56,10 @@ HOST = "127.0.0.1"
 
 # Profiles in infra/pom.xml; each resolves into JARS_DIR/<profile>.
 COMPONENTS = ("kafka", "zookeeper")
+# Not a server: Spark's Kafka and Avro connectors for registry/spark, handed to a
+# SparkSession through spark.jars (profile "spark" in infra/spark-pom.xml).
+SPARK_COMPONENT = "spark"
+_POMS = {"kafka": POM, "zookeeper": POM, SPARK_COMPONENT: SPARK_POM}
 _FETCH_MARKER = ".fetched"
 
 
@@ -65,26 +70,33 @@ class InfraError(RuntimeError):
 # --------------------------------------------------------------------------- fetch
 
 
-def _pom_digest() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
+def _pom_digest(component: str) -> str:
+    return hashlib.sha256(_POMS[component].read_bytes()).hexdigest()
 
 
-def jars_ready(jars_dir: Path = JARS_DIR) -> bool:
-    """True when every component's jars were fetched completely from the current pom.
+def jars_ready(jars_dir: Path = JARS_DIR, components: tuple[str, ...] = COMPONENTS) -> bool:
+    """True when every component's jars were fetched completely from its current pom.
 
+    ``components`` defaults to the servers; pass ``(SPARK_COMPONENT,)`` for Spark's.
     Does not block and does not raise.
     """
     try:
-        digest = _pom_digest()
         return all(
-            (jars_dir / c / _FETCH_MARKER).read_text().strip() == digest for c in COMPONENTS
+            (jars_dir / c / _FETCH_MARKER).read_text().strip() == _pom_digest(c)
+            for c in components
         )
     except OSError:
         return False
 
 
-def fetch(jars_dir: Path = JARS_DIR, *, quiet: bool = True) -> None:
-    """Resolve Kafka's and ZooKeeper's runtime classpaths from Maven Central with mvn.
+def fetch(
+    jars_dir: Path = JARS_DIR,
+    *,
+    quiet: bool = True,
+    components: tuple[str, ...] = (*COMPONENTS, SPARK_COMPONENT),
+) -> None:
+    """Resolve Kafka's and ZooKeeper's runtime classpaths, and Spark's connector jars,
+    from Maven Central with mvn.
 
     Idempotent: a component whose folder was completed from the same pom is skipped.
     Each component resolves into a staging folder that is renamed into place only after
@@ -94,9 +106,9 @@ def fetch(jars_dir: Path = JARS_DIR, *, quiet: bool = True) -> None:
     Raises InfraError if mvn is missing or fails (its output is included).
     """
     mvn = shutil.which("mvn")
-    digest = _pom_digest()
     jars_dir.mkdir(parents=True, exist_ok=True)
-    for component in COMPONENTS:
+    for component in components:
+        digest = _pom_digest(component)
         dest = jars_dir / component
         marker = dest / _FETCH_MARKER
         if marker.is_file() and marker.read_text().strip() == digest:
@@ -110,7 +122,7 @@ def fetch(jars_dir: Path = JARS_DIR, *, quiet: bool = True) -> None:
         # One line even when quiet: a cold fetch takes a minute and would look hung.
         print(f"infra: fetching {component} jars with mvn ...", file=sys.stderr, flush=True)
         cmd = [
-            mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "-P", component,
+            mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(_POMS[component]), "-P", component,
             f"-Djars.dir={staging}", "dependency:copy-dependencies",
         ]
         started = time.monotonic()
@@ -1049,7 +1061,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("fetch", help="download the jars with mvn into .infra/jars")
+    p = sub.add_parser(
+        "fetch", help="download the servers' and Spark's connector jars with mvn into .infra/jars"
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(func=cmd_fetch)
     p = sub.add_parser("up", help="start ZooKeeper and Kafka under .infra/run")

@@ -1,0 +1,33 @@
+"""Confluent-framed Avro in PySpark, batch and Structured Streaming, decoded on the JVM.
+
+    from registry.client import SchemaRegistryClient
+    from registry.spark import AvroDecoder, AvroEncoder, DecodeMode, connector_jars
+
+    spark = SparkSession.builder.config("spark.jars", connector_jars(".infra/jars/spark")).getOrCreate()
+    client = SchemaRegistryClient({"url": "http://localhost:8081"})
+    decoder = AvroDecoder.for_subject(client, "orders-value")            # reader: latest version
+    orders = decoder.decode(spark.readStream.format("kafka")...load(), "value", into="order")
+
+`AvroDecoder` (decode.py) dispatches on each record's writer schema id to one
+spark-avro `from_avro` per writer schema, resolving every writer version into the
+reader schema's shape; `AvroEncoder` (encode.py) frames `to_avro` output; schemas.py
+reads schemas from the registry on the driver, once per id. Needs the `spark` extra
+(pyspark) and the connector jars (`make infra-fetch`, see jars.py).
+"""
+from __future__ import annotations
+
+from registry.spark.decode import AvroDecoder, BatchDecoding, DecodeMode
+from registry.spark.encode import AvroEncoder
+from registry.spark.jars import connector_jars
+from registry.spark.schemas import RegisteredAvro, SchemaLookup, SchemaNotAvro
+
+__all__ = [
+    "AvroDecoder",
+    "AvroEncoder",
+    "BatchDecoding",
+    "DecodeMode",
+    "RegisteredAvro",
+    "SchemaLookup",
+    "SchemaNotAvro",
+    "connector_jars",
+]

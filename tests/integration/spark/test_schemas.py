@@ -1,0 +1,42 @@
+"""registry.spark.schemas.self_contained: references inlined into one schema Avro Java can parse.
+
+Pure Python (no Spark, no registry); checked against fastavro, which like Avro Java
+rejects a named type defined twice or used before it is defined.
+"""
+from __future__ import annotations
+
+import json
+
+import fastavro
+
+from registry.spark.schemas import self_contained
+
+ADDRESS = '{"type":"record","name":"Address","namespace":"geo","fields":[' \
+          '{"name":"city","type":"string"},{"name":"kind","type":{"type":"enum","name":"Kind","symbols":["HOME","WORK"]}}]}'
+PLAIN = '{"type":"record","name":"Plain","fields":[{"name":"v","type":"int"}]}'  # the null namespace
+
+
+def test_without_references_the_text_is_unchanged() -> None:
+    assert self_contained(PLAIN, []) == PLAIN
+
+
+def test_each_referenced_type_is_defined_once_at_its_first_use() -> None:
+    person = ('{"type":"record","name":"Person","namespace":"crm","fields":['
+              '{"name":"home","type":"geo.Address"},{"name":"work","type":["null","geo.Address"]},'
+              '{"name":"kinds","type":{"type":"array","items":"geo.Kind"}}]}')
+    schema = json.loads(self_contained(person, [ADDRESS]))
+    home, work, kinds = (f["type"] for f in schema["fields"])
+    assert home["name"] == "geo.Address" and home["fields"][1]["type"]["name"] == "Kind", \
+        "the first use carries the whole definition, nested named types included"
+    assert work == ["null", "geo.Address"] and kinds["items"] == "geo.Kind", "later uses are by full name"
+    fastavro.parse_schema(schema)  # one document, every name defined exactly once
+
+
+def test_a_null_namespace_type_keeps_its_name_inside_a_namespaced_record() -> None:
+    holder = '{"type":"record","name":"Holder","namespace":"h","fields":[{"name":"p","type":"Plain"}]}'
+    schema = json.loads(self_contained(holder, [PLAIN]))
+    plain = schema["fields"][0]["type"]
+    assert plain["name"] == "Plain" and plain["namespace"] == "", \
+        "an explicit empty namespace stops it from becoming h.Plain"
+    parsed = fastavro.parse_schema(schema)
+    assert parsed["fields"][0]["type"]["name"] == "Plain"
