@@ -414,7 +414,7 @@ class RegistryService:
                     raise errors.VersionNotSoftDeleted(
                         f"Subject '{subject}' Version {target.version} was not deleted first before "
                         "being permanently deleted")
-                return [(key, None)], target.version
+                return [(key, None), self._id_watermark()], target.version
             if target.deleted:
                 raise errors.VersionSoftDeleted(
                     f"Subject '{subject}' Version {target.version} was soft deleted. "
@@ -446,6 +446,7 @@ class RegistryService:
                     records.append((ConfigKey(subject), None))
                 if self._cache.mode(subject) is not None:
                     records.append((ModeKey(subject), None))
+                records.append(self._id_watermark())
                 return records, [v.version for v in versions]
             if not live:
                 raise errors.SubjectSoftDeleted(
@@ -529,6 +530,15 @@ class RegistryService:
 
     def latest_fence(self) -> FenceValue | None:
         return self._cache.fence
+
+    def _id_watermark(self) -> tuple[Key, Value]:
+        """The latest fence again, now carrying the highest id ever assigned.
+
+        Appended with every hard delete: once Kafka compacts the deleted schema's
+        records away, this is what keeps its id from being handed out again.
+        """
+        fence = self._cache.fence or FenceValue("")
+        return NoopKey(), FenceValue(fence.token, fence.leader, max(fence.max_id, self._cache.max_id))
 
     def repair_misplaced(self) -> int:
         """Re-state every key whose newest record in the log is one readers dropped.

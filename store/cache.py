@@ -80,6 +80,7 @@ class Cache:
         if isinstance(key, NoopKey):
             if isinstance(value, FenceValue):
                 self._fence = value
+                self._max_id = max(self._max_id, value.max_id)
             return
         if isinstance(key, SchemaKey):
             if value is None:

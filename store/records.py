@@ -129,6 +129,10 @@ class FenceValue:
 
     token: str
     leader: str = ""
+    # The highest id ever assigned when the record was written. A hard delete re-states
+    # the fence with it: the newest NOOP record survives compaction, so a replay never
+    # hands out an id whose records compaction removed (DESIGN invariant 3).
+    max_id: int = 0
 
 
 Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue, FenceValue]
@@ -200,7 +204,10 @@ def encode_value(value: Value | None) -> bytes | None:
     if isinstance(value, ClearSubjectValue):
         return _dumps({"subject": value.subject})
     if isinstance(value, FenceValue):
-        return _dumps({"fence": value.token, "leader": value.leader})
+        body = {"fence": value.token, "leader": value.leader}
+        if value.max_id:
+            body["maxId"] = value.max_id
+        return _dumps(body)
     raise TypeError(f"not a record value: {value!r}")
 
 
@@ -262,8 +269,9 @@ def _decode_fence(raw: bytes) -> FenceValue | None:
     except orjson.JSONDecodeError:
         return None
     if type(obj) is dict and isinstance(obj.get("fence"), str):
-        leader = obj.get("leader")
-        return FenceValue(obj["fence"], leader if isinstance(leader, str) else "")
+        leader, max_id = obj.get("leader"), obj.get("maxId")
+        return FenceValue(obj["fence"], leader if isinstance(leader, str) else "",
+                          max_id if type(max_id) is int and max_id > 0 else 0)
     return None
 
 

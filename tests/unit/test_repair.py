@@ -112,3 +112,25 @@ def test_an_idle_leader_restates_dropped_records_without_any_write():
         elector.close()
         gate.close()
         node.close()
+
+
+def test_a_hard_deleted_highest_id_is_not_reused_after_compaction():
+    log = MemoryLog()
+    node = build_node(load_settings(environ={}), log)
+    try:
+        assert node.service.wait_ready(5)
+        node.service.register("keep", RegisterRequest(NewSchema(schema("Keep"))))
+        gone = node.service.register("gone", RegisterRequest(NewSchema(schema("Gone"))))
+        node.service.delete_subject("gone")
+        node.service.delete_subject("gone", permanent=True)
+    finally:
+        node.close()
+    log.compact()  # the deleted schema's records and tombstones are gone now
+    assert replay(log).max_id == gone.id, "the id watermark must survive compaction"
+    again = build_node(load_settings(environ={}), log)
+    try:
+        assert again.service.wait_ready(5)
+        fresh = again.service.register("new", RegisterRequest(NewSchema(schema("New"))))
+        assert fresh.id > gone.id, "an id must never name a second schema, even after compaction"
+    finally:
+        again.close()
