@@ -488,3 +488,35 @@ def test_broker_restart_under_a_running_node(kafka_bootstrap: str, fresh_topic: 
     eventually(lambda: node.reader.next_offset >= node.log.end_offset(), what="the node to catch up")
     assert fresh.cache.fingerprint() == node.cache.fingerprint(), \
         "the node that lived through the outage holds what the topic holds"
+
+
+def test_real_compaction_cannot_free_a_hard_deleted_id(kafka_bootstrap: str, fresh_topic: str,
+                                                       nodes: list[Node]) -> None:
+    # A topic whose cleaner runs at once and forgets tombstones at once, as a busy
+    # production topic eventually does after delete.retention.ms.
+    create_topic(kafka_bootstrap, fresh_topic, 1, {
+        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "0", "min.compaction.lag.ms": "0"})
+    nodes.append(first := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(first)
+    assert api.register("keep", avro_record("Keep"))[0] == 200
+    status, body = api.register("gone", avro_record("Gone"))
+    gone_id = body["id"]
+    assert api.send("DELETE", "/subjects/gone")[0] == 200
+    assert api.send("DELETE", "/subjects/gone?permanent=true")[0] == 200
+    first.close()
+
+    def compacted() -> bool:
+        # Each append after segment.ms rolls the segment, so the earlier ones become cleanable.
+        # The tick is no registry key (readers skip it), and above all not a NOOP tombstone,
+        # which would delete the id watermark itself.
+        produce_raw(kafka_bootstrap, fresh_topic, [(b"tick", b"1")])
+        keys = [key for key, value, _ in consume_raw(kafka_bootstrap, fresh_topic)]
+        return not any(b'"keytype":"SCHEMA","subject":"gone"' in key for key in keys if key)
+
+    # Tombstones go in a second cleaner pass; the broker's cleaner wakes every 15 s.
+    eventually(compacted, 120, "the cleaner to remove the hard-deleted schema and its tombstone")
+    nodes.append(second := start_node(kafka_bootstrap, fresh_topic))
+    status, body = Api(second).register("new", avro_record("New"))
+    assert status == 200 and body["id"] > gone_id, \
+        "after compaction removed every trace of the deleted schema, its id must still not be reused"
