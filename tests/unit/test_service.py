@@ -94,7 +94,7 @@ def test_transitive_checks_every_version_but_plain_only_the_latest(node):
 
 
 def test_soft_then_permanent_delete_of_a_version(node):
-    reg(node, "s", V1)
+    first = reg(node, "s", V1)
     with pytest.raises(errors.VersionNotSoftDeleted):
         node.service.delete_version("s", "1", permanent=True)
     assert node.service.delete_version("s", "1") == 1
@@ -103,8 +103,10 @@ def test_soft_then_permanent_delete_of_a_version(node):
     with pytest.raises(errors.SubjectNotFound):
         node.service.versions("s")
     assert node.service.versions("s", deleted=True) == [1]
+    assert node.service.versions_of_id(first.id, deleted=True) == [("s", 1)], "soft-deleted: still by id"
     assert node.service.delete_version("s", "1", permanent=True) == 1
-    assert node.service.versions_of_id is not None
+    with pytest.raises(errors.SchemaNotFound):
+        node.service.schema_by_id(first.id)  # hard-deleted and used nowhere else: gone by id too
     with pytest.raises(errors.SubjectNotFound):
         node.service.versions("s", deleted=True)
 
