@@ -1,15 +1,25 @@
-"""One registry node: its log, cache, reader, service and election, wired from settings."""
+"""One registry node: its log, cache, reader, writer, service and election, wired from settings.
+
+    node = build_node(load_settings())      # starts the reader and joins the election
+    node.writer.wait_ready(60)
+    ...
+    node.close()
+
+A single node and a cluster run the same path: every node has an elector (the static
+one when there is nothing to elect through), a `LeaderGate` that turns its callbacks
+into the writer's terms of office, and a forwarder for the writes it may not append.
+"""
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from election.elector import Elector
 from election.identity import LeaderIdentity
+from election.static import StaticElector
 from registry.compatibility import CompatibilityLevel
-from registry.forward import Forwarder
-from registry.leader_gate import LeaderGate
+from registry.leader_gate import ElectionView, LeaderGate
 from registry.modes import Mode
 from registry.service import RegistryService
 from registry.settings import Settings
@@ -17,6 +27,7 @@ from store.cache import Cache
 from store.log import Log
 from store.reader import LogReader
 from store.sqlite_log import SqliteLog
+from store.writer import LogWriter
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +38,11 @@ class Node:
     log: Log
     cache: Cache
     reader: LogReader
+    writer: LogWriter
     service: RegistryService
-    elector: Elector | None = None  # None: a single node on the embedded store, always the writer
-    forwarder: Forwarder | None = field(default=None)
-    gate: LeaderGate | None = field(default=None)
-
-    @property
-    def cluster_id(self) -> str:
-        """The Kafka cluster id for `/v1/metadata/id`; "embedded" without Kafka."""
-        return getattr(self.log, "cluster_id", None) or "embedded"
+    elector: Elector
+    gate: LeaderGate
+    cluster_id: str  # the Kafka cluster id for `/v1/metadata/id`; "embedded" without Kafka
 
     def close(self) -> None:
         """Hand leadership over, stop reading and release the log.
@@ -43,19 +50,16 @@ class Node:
         Blocks until the election is left (so another node takes over at once) and the
         reader thread has ended.
         """
-        if self.elector is not None:
-            self.elector.close()
-        if self.gate is not None:
-            self.gate.close()
-        if self.forwarder is not None:
-            self.forwarder.close()
+        self.elector.close()
+        self.gate.close()
         self.log.close()  # before stopping the reader, so that one blocked in read() wakes at once
         self.reader.stop()
 
 
-def open_log(settings: Settings) -> Log:
-    """The log the settings name: the `kafkastore.topic` topic when
-    `kafkastore.bootstrap.servers` is set, else the embedded SQLite file.
+def open_log(settings: Settings, origin: str = "") -> tuple[Log, str]:
+    """The log the settings name and its cluster id: the `kafkastore.topic` topic when
+    `kafkastore.bootstrap.servers` is set, else the embedded SQLite file ("embedded").
+    A Kafka log stamps every record it appends with `origin` (the node's URL).
 
     Blocks while connecting (for Kafka, up to `kafkastore.init.timeout.ms`). Raises
     LogUnavailable, or LogMisconfigured for an unusable topic or setting.
@@ -67,42 +71,45 @@ def open_log(settings: Settings) -> Log:
 
         config = KafkaLogConfig.from_kafkastore(settings.prefixed("kafkastore."))
         log.info("using the Kafka topic %s at %s", config.topic, config.bootstrap_servers)
-        return KafkaLog(config)
+        kafka = KafkaLog(config)
+        kafka.origin = origin.encode()
+        return kafka, kafka.cluster_id or "embedded"
     path = os.path.join(settings.data_dir, "schemas.sqlite")
     log.info("using the embedded log at %s", path)
-    return SqliteLog(path)
+    return SqliteLog(path), "embedded"
 
 
 def build_node(settings: Settings, log_: Log | None = None) -> Node:
-    """Wire a node and start its reader. `log_` overrides the configured log (tests)."""
-    the_log = log_ if log_ is not None else open_log(settings)
+    """Wire a node, start its reader and join the election. `log_` overrides the
+    configured log (tests)."""
+    elector = build_elector(settings)
+    if log_ is not None:
+        the_log, cluster_id = log_, "embedded"
+    else:
+        the_log, cluster_id = open_log(settings, origin=elector.identity.url)
     cache = Cache()
     reader = LogReader(the_log, cache)
+    writer = LogWriter(the_log, cache, reader, ElectionView(elector), timeout=settings.store_timeout_seconds)
     service = RegistryService(
-        the_log, cache, reader,
+        cache, writer,
         default_compatibility=CompatibilityLevel(settings.compatibility_level),
         default_mode=Mode(settings.mode),
-        timeout=settings.store_timeout_seconds,
     )
     reader.start()
-    node = Node(settings, the_log, cache, reader, service)
-    if settings.election_backend != "static":
-        node.elector = build_elector(settings)
-        if hasattr(the_log, "origin"):
-            the_log.origin = node.elector.identity.url.encode()
-        node.forwarder = Forwarder(settings.store_timeout_seconds)
-        node.gate = gate = LeaderGate(service, node.elector)
-        service.set_may_write(gate.check)
-        node.elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
-    return node
+    gate = LeaderGate(writer, elector)
+    elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
+    return Node(settings, the_log, cache, reader, writer, service, elector, gate, cluster_id)
 
 
 def build_elector(settings: Settings) -> Elector:
-    """The elector the settings name (zookeeper or kafka), not started."""
+    """The elector the settings name (static, zookeeper or kafka), not started."""
     scheme, _, port = settings.listener
     identity = LeaderIdentity(scheme, settings.advertised_host, port)
+    backend = settings.election_backend
+    if backend == "static":
+        return StaticElector(identity)
     timeout_ms = settings.election_session_timeout_ms
-    if settings.election_backend == "zookeeper":
+    if backend == "zookeeper":
         from election.zookeeper import ZooKeeperElector
 
         return ZooKeeperElector(identity, settings.zookeeper_connect, eligible=settings.leader_eligible,

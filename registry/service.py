@@ -1,50 +1,49 @@
 """The registry's domain rules: the only place they live.
 
-Reads come from the cache. Writes take the write lock, make sure the cache has
-caught up with the log, validate everything, append one or more records, and return
-only after this node's reader has applied them (read-your-writes). Nothing is
-appended for a request that fails validation (DESIGN invariant 6).
+Reads come from the cache. A write validates the request, then plans its records
+against a cache caught up with the log and hands them to `store.writer.LogWriter`,
+which appends them and returns once this node has applied them (read-your-writes).
+Nothing is planned for a request that fails validation (DESIGN invariant 6).
 """
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
 from store.cache import Cache, StoredSchema
-from store.log import Log, LogConflict, LogFenced, LogUnavailable
-from store.reader import LogReader
 from store.records import (
     ConfigKey,
     ConfigValue,
     DeleteSubjectKey,
     DeleteSubjectValue,
-    FenceValue,
     Key,
     ModeKey,
     ModeValue,
-    NoopKey,
     SchemaKey,
     SchemaReference,
     SchemaValue,
     Value,
-    RecordFormatError,
-    decode_key,
-    encode_key,
-    encode_value,
 )
+from store.writer import LogWriter
 
 log = logging.getLogger(__name__)
 
 MAX_INT32 = 2**31 - 1
+_REPLANS = 20
+_MAX_REFERENCE_DEPTH = 32
+
+_Basis = tuple[CompatibilityLevel, tuple[SchemaValue, ...]]
+
+
+class _Replan(Exception):
+    """Raised in a plan whose compatibility check no longer matches the subject."""
 
 
 @dataclass(frozen=True)
@@ -65,65 +64,26 @@ class RegisterRequest:
 
 
 class RegistryService:
-    """Schemas, subjects, versions, config and mode over one log.
+    """Schemas, subjects, versions, config and mode: Confluent's rules over one cache.
 
-    `timeout` bounds every wait on the log (catching up, applying our own write).
+    Reads come from the cache. Writes plan records against a cache caught up with the
+    log and hand them to the writer (`store.writer.LogWriter`), which appends them and
+    returns once they are applied; the service never talks to a log itself. Raises
+    `registry.errors` for what breaks a rule, and lets the writer's store exceptions
+    (`NotWriter`, `StoreTimeout`, `LogUnavailable`) through.
     """
 
-    def __init__(self, log: Log, cache: Cache, reader: LogReader, *,
+    def __init__(self, cache: Cache, writer: LogWriter, *,
                  default_compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD,
                  default_mode: Mode = Mode.READWRITE,
-                 schema_types: dict[str, SchemaType] | None = None,
-                 timeout: float = 10.0,
-                 may_write: Callable[[], None] | None = None) -> None:
-        self._log = log
+                 schema_types: dict[str, SchemaType] | None = None) -> None:
         self._cache = cache
-        self._reader = reader
+        self._writer = writer
         self._default_compatibility = default_compatibility
         self._default_mode = default_mode
         self._types = schema_types if schema_types is not None else SCHEMA_TYPES
-        self._timeout = timeout
-        self._may_write = may_write or (lambda: None)
-        self._write_lock = threading.Lock()
         self._parsed: OrderedDict[int, ParsedSchema] = OrderedDict()
         self._parsed_lock = threading.Lock()
-        self._ready = False
-        self._ready_target: int | None = None
-        self._known_end: int | None = None
-        self.accepted_appends = 0  # records this node appended that the log took in place
-        self._repairing = False
-
-    # ---- readiness -------------------------------------------------------------
-
-    def is_ready(self) -> bool:
-        """True once this node has applied the log up to its end as seen at start-up.
-
-        Never blocks and never touches the log (it is called on the serving event
-        loop); `wait_ready` learns the end offset to reach.
-        """
-        if not self._ready and self._ready_target is not None:
-            self._ready = self._reader.next_offset >= self._ready_target
-        return self._ready
-
-    def wait_ready(self, timeout: float) -> bool:
-        """Block until `is_ready()` or `timeout` seconds pass; asks the log for its end."""
-        deadline = time.monotonic() + timeout
-        while not self.is_ready():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            if self._ready_target is None:
-                try:
-                    self._ready_target = self._log.end_offset()
-                except LogUnavailable:
-                    time.sleep(min(remaining, 0.5))
-                continue
-            self._reader.wait_until(self._ready_target, min(remaining, 1.0))
-        return True
-
-    def set_may_write(self, check: Callable[[], None]) -> None:
-        """Install the check run under the write lock before every append (the leader gate)."""
-        self._may_write = check
 
     def schema_types(self) -> list[str]:
         return sorted(self._types)
@@ -146,6 +106,8 @@ class RegistryService:
         return self.subject_compatibility(subject) or self.global_compatibility()
 
     def set_compatibility(self, subject: str | None, level: str) -> CompatibilityLevel:
+        if subject is not None:
+            check_subject(subject)
         parsed = _parse_level(level)
         self._write_records([(ConfigKey(subject), ConfigValue(parsed.value, subject))])
         return parsed
@@ -179,6 +141,8 @@ class RegistryService:
         return self.subject_mode(subject) or glob
 
     def set_mode(self, subject: str | None, mode: str, force: bool = False) -> Mode:
+        if subject is not None:
+            check_subject(subject)
         parsed = _parse_mode(mode)
         if parsed is Mode.IMPORT and not force:
             has_schemas = (bool(self._visible_versions(subject, deleted=True)) if subject is not None
@@ -303,6 +267,15 @@ class RegistryService:
                 return value
         raise errors.SchemaNotFound("Schema not found")
 
+    def with_resolved_references(self, new: NewSchema) -> NewSchema:
+        """`new` with every reference to version -1 ("latest") resolved to the version it
+        names now, as it is stored. Raises SubjectNotFound/VersionNotFound."""
+        if not any(r.version == -1 for r in new.references):
+            return new
+        refs = tuple(SchemaReference(r.name, r.subject, self.version(r.subject, "latest").version)
+                     if r.version == -1 else r for r in new.references)
+        return NewSchema(new.schema, new.schema_type, refs)
+
     # ---- compatibility -----------------------------------------------------------
 
     def check_compatibility(self, subject: str, version: str | None, new: NewSchema,
@@ -312,7 +285,7 @@ class RegistryService:
         level = self.compatibility_for(subject)
         live = self._visible_versions(subject, deleted=False)
         if version is None:
-            return incompatibilities(level, parsed, [self._previous(v) for v in live])
+            return self._problems(parsed, self._compatibility_basis(subject))
         if parse_version(version) == -1 and not live:
             return []
         target = self.version(subject, version)
@@ -321,53 +294,86 @@ class RegistryService:
     # ---- writes ------------------------------------------------------------------
 
     def register(self, subject: str, request: RegisterRequest) -> SchemaValue:
-        """Register `request.schema` under `subject`; returns the (possibly existing) version."""
-        mode = self.mode_for(subject)
+        """Register `request.schema` under `subject`; returns the (possibly existing) version.
+
+        Parsing and the compatibility check run before the write lock is taken, against
+        the subject's versions as they are then; under the lock the plan only checks that
+        those are still the versions (and the level) it was checked against, and if not,
+        the check runs again outside the lock. Raises registry errors, and the writer's.
+        """
+        check_subject(subject)
         parsed = self._parse(request.schema)
-        text = _text(parsed, request.normalize)
-        if request.schema_id is not None and mode is not Mode.IMPORT:
-            # Outside IMPORT an id may only name the content it already has.
-            existing = self._cache.schema_by_id(request.schema_id)
-            new = request.schema
-            if existing is None or (existing.schema_type, existing.schema, existing.references) != (
-                    new.schema_type, text, new.references):
-                raise errors.OperationNotPermitted(
-                    f"Subject {subject} is not in import mode; an id can only be given in IMPORT mode")
-        def plan() -> tuple[list[tuple[Key, Value | None]], SchemaValue]:
-            versions = self._visible_versions(subject, deleted=True)
-            for value in reversed(versions):
-                if (not value.deleted and value.schema_type == request.schema.schema_type
-                        and value.schema == text and value.references == request.schema.references
-                        and request.schema_id in (None, value.id)):
-                    # Confluent looks the schema up before any mode check, so clients
-                    # that re-register on start-up work against a read-only registry.
-                    return [], value
-            if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
-                raise errors.OperationNotPermitted(f"Subject {subject} is in read-only mode")
-            if mode is Mode.IMPORT and request.schema_id is None:
+        text = _storable(_text(parsed, request.normalize))
+        new = request.schema
+        for _ in range(_REPLANS):
+            mode = self.mode_for(subject)
+            if request.schema_id is not None and mode is not Mode.IMPORT:
+                # Outside IMPORT an id may only name the content it already has.
+                existing = self._cache.schema_by_id(request.schema_id)
+                if existing is None or (existing.schema_type, existing.schema, existing.references) != (
+                        new.schema_type, text, new.references):
+                    raise errors.OperationNotPermitted(
+                        f"Subject {subject} is not in import mode; an id can only be given in IMPORT mode")
+            checked = self._compatibility_basis(subject)
+            problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
+            try:
+                return self._writer.write(lambda: self._plan_registration(
+                    subject, request, text, checked, problems))
+            except _Replan:
+                continue
+        raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
+
+    def _plan_registration(self, subject: str, request: RegisterRequest, text: str,
+                           checked: _Basis, problems: list[str]
+                           ) -> tuple[list[tuple[Key, Value | None]], SchemaValue]:
+        """Under the write lock: the records registering `text`, given that `problems`
+        were found against `checked`. Cheap: no parsing, no compatibility check."""
+        new = request.schema
+        versions = self._visible_versions(subject, deleted=True)
+        for value in reversed(versions):
+            if (not value.deleted and value.schema_type == new.schema_type
+                    and value.schema == text and value.references == new.references
+                    and request.schema_id in (None, value.id)):
+                # Confluent looks the schema up before any mode check, so clients
+                # that re-register on start-up work against a read-only registry.
+                return [], value
+        mode = self.mode_for(subject)
+        if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
+            raise errors.OperationNotPermitted(f"Subject {subject} is in read-only mode")
+        if mode is Mode.IMPORT:
+            if request.schema_id is None:
                 # As Confluent: IMPORT takes schemas with their ids; fresh ids need READWRITE.
                 raise errors.OperationNotPermitted(f"Subject {subject} is not in read-write mode")
-            if mode is Mode.IMPORT:
-                value = self._import_value(subject, request, text, versions)
-            else:
-                value = self._new_value(subject, request, parsed, text, versions)
+            value = self._import_value(subject, request, text, versions)
             return [(SchemaKey(subject, value.version), value)], value
-
-        return self._write(plan)
-
-    def _new_value(self, subject: str, request: RegisterRequest, parsed: ParsedSchema, text: str,
-                   versions: list[SchemaValue]) -> SchemaValue:
-        live = [v for v in versions if not v.deleted]
-        problems = incompatibilities(self.compatibility_for(subject), parsed,
-                                     [self._previous(v) for v in live])
+        if self._compatibility_basis(subject) != checked:
+            raise _Replan()  # a version or the level changed since the check: check again
         if problems:
             raise errors.IncompatibleSchema(
                 "Schema being registered is incompatible with an earlier schema for subject "
                 f"\"{subject}\", details: [{', '.join(problems)}]")
-        new = request.schema
         schema_id = request.schema_id or self._id_for(new.schema_type, text, new.references)
         next_version = (versions[-1].version + 1) if versions else 1
-        return SchemaValue(subject, next_version, schema_id, text, new.schema_type, new.references)
+        if next_version > MAX_INT32:
+            raise errors.OperationNotPermitted(
+                f"Subject {subject} has no versions left: version {versions[-1].version} is the highest "
+                "a subject can have")
+        value = SchemaValue(subject, next_version, schema_id, text, new.schema_type, new.references)
+        return [(SchemaKey(subject, value.version), value)], value
+
+    def _compatibility_basis(self, subject: str) -> _Basis:
+        """What a compatibility check of `subject` depends on: its level and the versions
+        the level compares with. Cheap: no parsing."""
+        level = self.compatibility_for(subject)
+        live = self._visible_versions(subject, deleted=False)
+        if level is CompatibilityLevel.NONE:
+            return level, ()
+        against = live if level.transitive else live[-1:]
+        return level, tuple(against)
+
+    def _problems(self, parsed: ParsedSchema, basis: _Basis) -> list[str]:
+        level, against = basis
+        return incompatibilities(level, parsed, [self._previous(v) for v in against])
 
     def _import_value(self, subject: str, request: RegisterRequest, text: str,
                       versions: list[SchemaValue]) -> SchemaValue:
@@ -394,9 +400,15 @@ class RegistryService:
         existing = self._cache.id_by_content(schema_type, text, references)
         if existing is not None:
             return existing
-        if self._cache.max_id >= MAX_INT32:
-            raise errors.StoreError("No schema ids left")
-        return self._cache.max_id + 1
+        if self._cache.max_id < MAX_INT32:
+            return self._cache.max_id + 1
+        # The top id is taken (an IMPORT of id 2^31-1, say). Ids above the watermark that
+        # the log does not hold were never used: take the lowest of them.
+        free = self._cache.lowest_free_id_above(self._writer.watermark(), MAX_INT32)
+        if free is None:
+            raise errors.OperationNotPermitted(
+                f"No schema ids left: every id up to {MAX_INT32} is in use or was used before")
+        return free
 
     def delete_version(self, subject: str, version: str, permanent: bool = False) -> int:
         number = parse_version(version)
@@ -414,14 +426,14 @@ class RegistryService:
                     raise errors.VersionNotSoftDeleted(
                         f"Subject '{subject}' Version {target.version} was not deleted first before "
                         "being permanently deleted")
-                return [(key, None), self._id_watermark()], target.version
+                return [(key, None), self._writer.id_watermark([target.id])], target.version
             if target.deleted:
                 raise errors.VersionSoftDeleted(
                     f"Subject '{subject}' Version {target.version} was soft deleted. "
                     "Set permanent=true to delete permanently")
             return [(key, replace(target, deleted=True))], target.version
 
-        return self._write(plan)
+        return self._writer.write(plan)
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         self._require_writable(subject)
@@ -446,7 +458,7 @@ class RegistryService:
                     records.append((ConfigKey(subject), None))
                 if self._cache.mode(subject) is not None:
                     records.append((ModeKey(subject), None))
-                records.append(self._id_watermark())
+                records.append(self._writer.id_watermark(v.id for v in versions))
                 return records, [v.version for v in versions]
             if not live:
                 raise errors.SubjectSoftDeleted(
@@ -454,7 +466,7 @@ class RegistryService:
             return ([(DeleteSubjectKey(subject), DeleteSubjectValue(subject, live[-1].version))],
                     [v.version for v in live])
 
-        return self._write(plan)
+        return self._writer.write(plan)
 
     # ---- internals ---------------------------------------------------------------
 
@@ -483,19 +495,28 @@ class RegistryService:
             raise errors.InvalidSchema(f"Invalid schema: {exc}") from None
 
     def _resolve_references(self, references: Iterable[SchemaReference]) -> dict[str, str]:
-        """Reference name -> schema text, dependencies first, following references of references."""
+        """Reference name -> schema text, dependencies first, following references of references.
+
+        Each (subject, version) is visited once, however many schemas reach it: a fan-out
+        of references costs what the distinct referenced versions and their edges cost,
+        never the number of paths through them.
+        """
         resolved: dict[str, str] = {}
+        visited: set[tuple[str, int]] = set()
 
         def visit(ref: SchemaReference, depth: int) -> None:
-            if depth > 32:
+            if depth > _MAX_REFERENCE_DEPTH:
                 raise errors.InvalidSchema("Invalid schema: references nest too deeply or form a cycle")
             target = self._cache.version(ref.subject, ref.version)
             if target is None:
                 raise errors.InvalidSchema(
                     f"Invalid schema: reference {ref.name} names subject '{ref.subject}' "
                     f"version {ref.version}, which does not exist")
-            for inner in target.references:
-                visit(inner, depth + 1)
+            key = (ref.subject, ref.version)
+            if key not in visited:
+                visited.add(key)
+                for inner in target.references:
+                    visit(inner, depth + 1)
             resolved.setdefault(ref.name, target.schema)
 
         for ref in references:
@@ -516,143 +537,7 @@ class RegistryService:
         return PreviousVersion(value.version, parsed)
 
     def _write_records(self, records: list[tuple[Key, Value | None]]) -> None:
-        self._write(lambda: (records, None))
-
-    def append_fence(self, fence: FenceValue) -> None:
-        """Append a leader fence at the log's end, as a newly elected leader's first act.
-
-        Validated against the caught-up log like any write (retried if someone else
-        appends first), but not subject to `may_write`: it is what grants permission.
-        Blocks until applied. Raises StoreError or StoreTimeout.
-        """
-        self._known_end = None  # a new term: ask the log where it ends
-        self._write(lambda: ([(NoopKey(), fence)], None), check_writer=False)
-
-    def latest_fence(self) -> FenceValue | None:
-        return self._cache.fence
-
-    def _id_watermark(self) -> tuple[Key, Value]:
-        """The latest fence again, now carrying the highest id ever assigned.
-
-        Appended with every hard delete: once Kafka compacts the deleted schema's
-        records away, this is what keeps its id from being handed out again.
-        """
-        fence = self._cache.fence or FenceValue("")
-        return NoopKey(), FenceValue(fence.token, fence.leader, max(fence.max_id, self._cache.max_id))
-
-    def repair_misplaced(self) -> int:
-        """Re-state every key whose newest record in the log is one readers dropped.
-
-        A record that landed out of place (a deposed leader's late append) has no effect,
-        but it is its key's newest record: once Kafka compacts the topic it would be the
-        only one left, and the valid value before it would be lost on replay. Appending
-        the current value again under the same key bytes makes the valid record newest.
-        Leader only: on a follower this does nothing. Returns how many keys it re-stated.
-        """
-        def plan() -> tuple[list[Restated], int]:
-            restated = []
-            for raw_key in list(self._reader.misplaced_latest):
-                try:
-                    key = decode_key(raw_key)
-                except RecordFormatError:
-                    continue
-                restated.append(Restated(raw_key, self._cache.current_value(key)))
-            return restated, len(restated)
-
-        if not self._reader.misplaced_latest or self._repairing:
-            return 0
-        self._repairing = True
-        try:
-            repaired = self._write(plan)
-        except errors.NotLeader:
-            return 0
-        finally:
-            self._repairing = False
-        if repaired:
-            log.info("re-stated %d keys whose newest record had been dropped", repaired)
-        return repaired
-
-    def _write(self, plan: Callable[[], tuple[list[tuple[Key, Value | None]], T]],
-               check_writer: bool = True) -> T:
-        """Run `plan` against a cache caught up with the log, append what it returns, and
-        return its result once this node has applied the records.
-
-        The append is conditional on the log's end not having moved since we caught up;
-        if another writer got in first (LogConflict), we catch up and plan again, so
-        every write is validated against the state it is appended to.
-        """
-        for _ in range(_WRITE_ATTEMPTS):
-            with self._write_lock:
-                end = self._catch_up()
-                records, result = plan()
-                if not records:
-                    return result
-                if check_writer:
-                    self._may_write()  # raises NotLeader on a follower: forward instead
-                self._known_end = None  # unknown until the append says where it landed
-                try:
-                    last = self._append(records, end)
-                except LogConflict:
-                    continue
-                self._known_end = last + 1
-                self.accepted_appends += len(records)
-            if not self._reader.wait_until(last + 1, self._timeout):
-                raise errors.StoreTimeout("Timed out waiting for the write to be applied")
-            if self._reader.misplaced_latest:
-                self.repair_misplaced()
-            return result
-        raise errors.StoreTimeout("Gave up writing: other writers kept appending first")
-
-    def _catch_up(self) -> int:
-        """Apply the log up to its end; return that end offset.
-
-        Right after our own append we know where the log ends without asking it (a
-        broker round trip with Kafka). Should someone else have appended since, the
-        next conditional append fails with LogConflict and we ask again.
-        """
-        try:
-            end = self._known_end if self._known_end is not None else self._log.end_offset()
-            caught_up = self._reader.wait_until(end, self._timeout)
-        except LogUnavailable as exc:
-            raise errors.StoreError(f"The schema log is unavailable: {exc}") from None
-        if not caught_up:
-            raise errors.StoreTimeout("Timed out reading the schema log to its end")
-        return end
-
-    def _append(self, records: list[tuple[Key, Value | None] | Restated], expected: int) -> int:
-        """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset."""
-        offset = expected - 1
-        try:
-            for item in records:
-                if isinstance(item, Restated):
-                    raw_value, forms = encode_value(item.value), [item.raw_key]
-                else:
-                    key, value = item
-                    raw_value = encode_value(value)
-                    # Reuse every byte form the log holds for this key, so compaction
-                    # replaces (or a tombstone removes) exactly what is there.
-                    forms = self._cache.key_bytes(key) or [encode_key(key)]
-                    if raw_value is not None:
-                        forms = forms[-1:]
-                for raw_key in forms:
-                    offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1)
-        except LogFenced as exc:
-            raise errors.UnknownLeader(f"This node is no longer the leader: {exc}") from None
-        except LogUnavailable as exc:
-            raise errors.StoreError(f"The schema log did not accept the write: {exc}") from None
-        return offset
-
-
-@dataclass(frozen=True)
-class Restated:
-    """A record re-stating `key`'s current value under exactly the bytes `raw_key`."""
-
-    raw_key: bytes
-    value: Value | None
-
-
-_WRITE_ATTEMPTS = 20
-T = TypeVar("T")
+        self._writer.write(lambda: (records, None))
 
 
 def parse_version(version: str) -> int:
@@ -696,3 +581,25 @@ def _parse_mode(name: object) -> Mode:
     except ValueError:
         raise errors.InvalidMode(
             "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE and IMPORT") from None
+
+
+# Reserved by Confluent: the global and the empty subject in its own records.
+_RESERVED_SUBJECTS = frozenset({"__GLOBAL", "__EMPTY"})
+
+
+def check_subject(subject: str) -> None:
+    """Refuse a subject Confluent refuses (42208): one holding a control character
+    (U+0000-U+001F, U+007F-U+009F, as Java's `isISOControl`) or a reserved name."""
+    if subject in _RESERVED_SUBJECTS or any(
+            ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
+        raise errors.InvalidSubject(f"The specified subject '{subject}' is not a valid.")
+
+
+def _storable(text: str) -> str:
+    """`text`, if it can be stored as UTF-8 (no lone surrogates); else InvalidSchema."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise errors.InvalidSchema("Invalid schema: it holds a lone surrogate, which is not text") from None
+    return text

@@ -224,6 +224,19 @@ class Cache:
                       references: tuple[SchemaReference, ...]) -> int | None:
         return self._id_by_content.get((schema_type, schema, references))
 
+    def lowest_free_id_above(self, floor: int, ceiling: int) -> int | None:
+        """The lowest id in (floor, ceiling] that no applied record uses, or None.
+
+        Linear in the number of ids in use: only for when the ids above the highest
+        one are exhausted.
+        """
+        candidate = floor + 1
+        for used in sorted(i for i in list(self._schemas) if i > floor):
+            if used > candidate:
+                break
+            candidate = used + 1
+        return candidate if candidate <= ceiling else None
+
     def schema_ids(self) -> list[int]:
         return sorted(list(self._schemas))
 

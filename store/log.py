@@ -25,10 +25,6 @@ class LogMisconfigured(LogUnavailable):
     several partitions or a non-compact cleanup policy). Retrying will not help."""
 
 
-class LogFenced(RuntimeError):
-    """This node may no longer append: another writer has taken over."""
-
-
 class LogConflict(RuntimeError):
     """The log's end was not where the writer expected: someone else appended first.
 
@@ -63,8 +59,7 @@ class Log(Protocol):
         Backends that can refuse (memory, SQLite) then write nothing. Kafka cannot, so
         its records carry the offset they expect (`LogRecord.expected_offset`) and
         readers drop those that landed elsewhere: either way the record has no effect.
-        Blocks until the record is durable. Raises LogUnavailable, LogFenced or
-        LogConflict.
+        Blocks until the record is durable. Raises LogUnavailable or LogConflict.
         """
 
     def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:

@@ -58,7 +58,12 @@ class NodeProbes:
         raise NotImplementedError
 
     def ready(self) -> bool:
+        """Reads and writes work: caught up with the log, and a leader is known."""
         return self.alive() and requests.get(f"{self.url}/ready", timeout=1).status_code == 200
+
+    def serving_reads(self) -> bool:
+        """Caught up with the log, whether or not a leader is known."""
+        return self.alive() and requests.get(f"{self.url}/subjects", timeout=1).status_code == 200
 
     def leader_view(self) -> dict[str, Any] | None:
         """This node's `/leader` answer, or None when it does not answer."""
@@ -143,8 +148,9 @@ class Cluster:
 
     def __init__(self, size: int, elector: str, *, kafka_bootstrap: str, zookeeper_connect: str = "",
                  session_timeout_ms: int | None = None, workdir: Path | None = None,
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None, require_leader: bool = True) -> None:
         self.elector = elector
+        self.require_leader = require_leader
         self.topic = f"_schemas_{uuid.uuid4().hex[:10]}"
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="cluster-"))
         timeout = session_timeout_ms or (2000 if elector == "zookeeper" else 6000)
@@ -182,10 +188,13 @@ class Cluster:
         self.close()
 
     def start(self, timeout: float = 60) -> None:
+        """Start every node; wait until each is ready (or, with `require_leader=False`
+        given to the constructor, serving reads)."""
         for node in self.nodes:
             node.start()
         for node in self.nodes:
-            wait_for(node.ready, timeout, f"node {node.index} to be ready")
+            probe = node.ready if self.require_leader else node.serving_reads
+            wait_for(probe, timeout, f"node {node.index} to be ready")
 
     def close(self) -> None:
         for node in self.nodes:

@@ -20,14 +20,22 @@ def register(url: str, subject: str, headers: dict | None = None, timeout: float
                          timeout=timeout)
 
 
-def test_without_an_eligible_node_writes_fail_fast_with_50004_and_reads_work(kafka_bootstrap, zookeeper_connect):
+def test_without_an_eligible_node_writes_wait_then_fail_with_50004_and_reads_work(
+        kafka_bootstrap, zookeeper_connect):
     with Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
-                 extra_env={"SCHEMA_REGISTRY_LEADER_ELIGIBILITY": "false"}) as cluster:
+                 require_leader=False,
+                 extra_env={"SCHEMA_REGISTRY_LEADER_ELIGIBILITY": "false",
+                            "SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "2000"}) as cluster:
         node = cluster.nodes[0]
+        ready = requests.get(f"{node.url}/ready", timeout=5)
+        assert ready.status_code == 503 and ready.json()["error_code"] == 50002, \
+            "no leader known: /ready must not claim that writes work"
         began = time.monotonic()
         response = register(node.url, "s")
+        waited = time.monotonic() - began
         assert response.status_code == 500 and response.json()["error_code"] == 50004, response.text
-        assert time.monotonic() - began < 2, "no leader must be answered promptly, not after a hang"
+        assert 1.5 < waited < 6, f"a write waits for an election up to kafkastore.timeout.ms (2 s), then " \
+                                 f"fails; it waited {waited:.1f} s"
         assert requests.get(f"{node.url}/subjects", timeout=5).json() == [], "reads need no leader"
 
 
@@ -42,9 +50,12 @@ def test_followers_forward_and_a_forwarded_request_is_never_forwarded_again(kafk
                  10, "the forwarded write on the leader")
         again = register(follower.url, "through-follower")
         assert again.json()["id"] == schema_id, "an existing registration is answered (locally) with its id"
-        looped = register(follower.url, "loop", headers={"X-Forward": "true"})
+        looped = register(follower.url, "loop", headers={"X-Forward": follower.url})
         assert looped.status_code == 500 and looped.json()["error_code"] == 50004, \
-            "a request already forwarded once must not be forwarded again"
+            "a request forwarded here as to the leader must not be forwarded again"
+        spoofed = register(follower.url, "client-header", headers={"X-Forward": "true"})
+        assert spoofed.status_code == 200, \
+            f"a client's own X-Forward header is not a cluster's forward: it is ignored ({spoofed.text})"
 
 
 def test_an_unreachable_leader_gives_50003(kafka_bootstrap, zookeeper_connect):

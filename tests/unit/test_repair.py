@@ -7,6 +7,7 @@ compaction keeps only the newest. The leader re-states such keys.
 from __future__ import annotations
 
 import json
+import time
 
 from registry.node import build_node
 from registry.service import NewSchema, RegisterRequest
@@ -46,7 +47,7 @@ def test_leader_restates_a_key_whose_newest_record_was_dropped():
     log = MemoryLog()
     node = build_node(load_settings(environ={}), log)
     try:
-        assert node.service.wait_ready(5)
+        assert node.writer.wait_ready(5)
         valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
         key = SchemaKey("s", valid.version)
         zombie_append(log, key, SchemaValue("s", valid.version, 999, schema("Zombie")))
@@ -71,7 +72,7 @@ def test_without_restating_compaction_would_lose_the_valid_record():
     log = MemoryLog()
     node = build_node(load_settings(environ={}), log)
     try:
-        assert node.service.wait_ready(5)
+        assert node.writer.wait_ready(5)
         valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
         zombie_append(log, SchemaKey("s", valid.version), SchemaValue("s", valid.version, 999, schema("Zombie")))
         assert node.reader.wait_until(log.end_offset(), 5)
@@ -84,22 +85,10 @@ def test_without_restating_compaction_would_lose_the_valid_record():
 def test_an_idle_leader_restates_dropped_records_without_any_write():
     import time
 
-    from election.identity import LeaderIdentity
-    from election.static import StaticElector
-    from registry.leader_gate import LeaderGate
-
     log = MemoryLog()
-    node = build_node(load_settings(environ={}), log)
-    elector = StaticElector(LeaderIdentity("http", "127.0.0.1", 8081))
-    gate = LeaderGate(node.service, elector)
-    node.service.set_may_write(gate.check)
-    elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
+    node = build_node(load_settings(environ={}), log)  # a single node: the static elector leads
     try:
-        assert node.service.wait_ready(5)
-        deadline = time.monotonic() + 5
-        while not elector.is_leader():  # on_elected appends the fence first
-            assert time.monotonic() < deadline, "the static node must become the writer"
-            time.sleep(0.01)
+        assert node.writer.wait_ready(5)
         valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
         zombie_append(log, SchemaKey("s", valid.version), SchemaValue("s", valid.version, 999, schema("Zombie")))
         deadline = time.monotonic() + 5
@@ -109,8 +98,6 @@ def test_an_idle_leader_restates_dropped_records_without_any_write():
         log.compact()
         assert replay(log).version("s", valid.version).id == valid.id
     finally:
-        elector.close()
-        gate.close()
         node.close()
 
 
@@ -118,7 +105,7 @@ def test_a_hard_deleted_highest_id_is_not_reused_after_compaction():
     log = MemoryLog()
     node = build_node(load_settings(environ={}), log)
     try:
-        assert node.service.wait_ready(5)
+        assert node.writer.wait_ready(5)
         node.service.register("keep", RegisterRequest(NewSchema(schema("Keep"))))
         gone = node.service.register("gone", RegisterRequest(NewSchema(schema("Gone"))))
         node.service.delete_subject("gone")
@@ -129,8 +116,35 @@ def test_a_hard_deleted_highest_id_is_not_reused_after_compaction():
     assert replay(log).max_id == gone.id, "the id watermark must survive compaction"
     again = build_node(load_settings(environ={}), log)
     try:
-        assert again.service.wait_ready(5)
+        assert again.writer.wait_ready(5)
         fresh = again.service.register("new", RegisterRequest(NewSchema(schema("New"))))
         assert fresh.id > gone.id, "an id must never name a second schema, even after compaction"
     finally:
         again.close()
+
+
+def test_a_new_leaders_fence_keeps_the_id_watermark_through_compaction():
+    # A new term's fence replaces the previous NOOP record under compaction; if it did
+    # not carry the watermark, a hard-deleted highest id could be handed out again.
+    log = MemoryLog()
+    node = build_node(load_settings(environ={}), log)
+    try:
+        assert node.writer.wait_ready(5)
+        gone = node.service.register("gone", RegisterRequest(NewSchema(schema("Gone"))))
+        node.service.delete_subject("gone")
+        node.service.delete_subject("gone", permanent=True)
+    finally:
+        node.close()
+    log.compact()
+    successor = build_node(load_settings(environ={}), log)  # takes office: appends its own fence
+    try:
+        assert successor.writer.wait_ready(5)
+        deadline = time.monotonic() + 5
+        while not successor.writer.in_office():
+            assert time.monotonic() < deadline, "the static node must take office"
+            time.sleep(0.01)
+        assert successor.writer.latest_fence().max_id == gone.id, "the new fence must carry the watermark"
+    finally:
+        successor.close()
+    log.compact()  # only the successor's fence is left under the NOOP key
+    assert replay(log).max_id == gone.id, "the watermark must survive a change of leader and compaction"

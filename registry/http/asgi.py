@@ -5,8 +5,9 @@ the subject `a/b` (sent as `a%2Fb`) from two path segments. Its ASGI interface
 carries `raw_path`. This bridge answers the `GET /schemas/ids/{id}` fast path and
 every other read directly on the event loop (reads only touch the in-memory cache),
 and runs writes, which wait on the log, through the Flask app on a pool of threads.
-Flask sees the original request target in `RAW_URI` (see
-`registry.api.RawPathMiddleware`).
+Flask routes on the path exactly as the client sent it (still percent-encoded, in
+`PATH_INFO`); the subject converter decodes each segment. The original request
+target is also in `RAW_URI`, for forwarding.
 
 Hand-written because the general bridges (asgiref, a2wsgi) measured 3x slower here
 (bench/wsgi_servers.py: uvicorn+a2wsgi 2,085 req/s) and cannot put the fast path on
@@ -22,7 +23,11 @@ from typing import Any
 
 import orjson
 
-from registry.api import CONTENT_TYPE, SchemaByIdFastPath
+import re
+from collections.abc import Callable
+
+from registry.http.bodies import CONTENT_TYPE
+from registry.http.fast_path import SchemaByIdFastPath
 
 _FAST_HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
 _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -32,21 +37,24 @@ class AsgiBridge:
     """An ASGI app serving `wsgi_app` with `threads` worker threads."""
 
     def __init__(self, wsgi_app: Any, fast_path: SchemaByIdFastPath, threads: int,
-                 max_request_bytes: int) -> None:
+                 max_request_bytes: int, on_close: Callable[[], None] = lambda: None) -> None:
         self._wsgi_app = wsgi_app
         self._fast_path = fast_path
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
         self._max_request_bytes = max_request_bytes
+        self._on_close = on_close
 
     def close(self) -> None:
         """Finish the requests under way, then stop the threads. Blocks until they end."""
         self._pool.shutdown(wait=True)
+        self._on_close()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
-        body = self._fast_path.answer(scope["method"], raw_path.decode("latin-1"), scope["query_string"])
+        path = origin_form(raw_path.decode("latin-1"))
+        body = self._fast_path.answer(scope["method"], path, scope["query_string"])
         if body is not None:
             await send({"type": "http.response.start", "status": 200,
                         "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
@@ -56,7 +64,7 @@ class AsgiBridge:
         if request_body is None:
             await self._too_large(send)
             return
-        environ = self._environ(scope, raw_path, request_body)
+        environ = self._environ(scope, path, request_body)
         if scope["method"] in _NEVER_BLOCK:
             # Reads only look at the in-memory cache and never wait on the log, so they
             # run here; a hand-off to a thread would cost more than the read itself.
@@ -95,16 +103,16 @@ class AsgiBridge:
         await send({"type": "http.response.body", "body": body})
 
     @staticmethod
-    def _environ(scope: dict[str, Any], raw_path: bytes, body: bytes) -> dict[str, Any]:
+    def _environ(scope: dict[str, Any], path: str, body: bytes) -> dict[str, Any]:
         query: bytes = scope["query_string"]
         server = scope.get("server") or ("localhost", 80)
         client = scope.get("client") or ("", 0)
-        raw_uri = raw_path + (b"?" + query if query else b"")
+        raw_uri = path + ("?" + query.decode("latin-1") if query else "")
         environ: dict[str, Any] = {
             "REQUEST_METHOD": scope["method"],
             "SCRIPT_NAME": "",
-            "PATH_INFO": scope["path"].encode("utf-8").decode("latin-1"),
-            "RAW_URI": raw_uri.decode("latin-1"),
+            "PATH_INFO": path,
+            "RAW_URI": raw_uri,
             "QUERY_STRING": query.decode("latin-1"),
             "SERVER_NAME": str(server[0]),
             "SERVER_PORT": str(server[1]),
@@ -147,3 +155,21 @@ class AsgiBridge:
         status, headers = started
         return (int(status.split(" ", 1)[0]),
                 [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers], body)
+
+
+# RFC 9112 3.2.2: an absolute-form request target, `scheme://authority/path`.
+_ABSOLUTE_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
+
+
+def origin_form(target: str) -> str:
+    """The path a request names: its target, less scheme and authority when the client
+    sent the absolute form (as to a proxy). Any other target is routed exactly as sent,
+    so `/mode/x://y/mode` names a subject `x:` under `/mode` (not found), never `/mode`.
+    """
+    if target.startswith("/"):
+        return target
+    match = _ABSOLUTE_FORM.match(target)
+    if match is None:
+        return target
+    rest = target[match.end():]
+    return rest if rest.startswith("/") else "/" + rest

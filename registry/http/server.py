@@ -4,7 +4,7 @@ On this 2-core machine, with the load tool sharing it, granian (Rust HTTP, Pytho
 only for the app) served Flask at ~7,700-8,800 req/s in one worker process, ahead of
 bjoern and socketify (single-threaded: one slow write would stall every read) and far
 ahead of gunicorn (2,300-4,300) and waitress (4,300). We use its ASGI interface,
-through `registry.asgi.AsgiBridge`, because only that one passes the raw request path.
+through `registry.http.asgi.AsgiBridge`, because only that one passes the raw request path.
 
 Granian runs a supervisor process and a worker process. The worker is forked, so the
 node (log, reader thread, cache) is built in the worker by `build`, never before the
@@ -19,8 +19,14 @@ from __future__ import annotations
 import ctypes
 import logging
 import signal
+import threading
 from collections.abc import Callable
 from typing import Any
+
+from registry.http.app import build_asgi
+from registry.node import build_node
+from registry.settings import Settings
+from store.log import LogUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -72,3 +78,39 @@ def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: 
         log_enabled=False,
     )
     server.serve(spawn_target=worker, target_loader=load)
+
+
+def run(settings: Settings) -> int:
+    """Serve the node `settings` describe until a signal, then shut down cleanly.
+    Blocks. Returns the exit code."""
+    _, host, port = settings.listener
+    log.info("serving on http://%s:%d", host, port)
+    serve(lambda: build(settings), host, port)
+    log.info("stopped")
+    return 0
+
+
+def build(settings: Settings) -> tuple[App, Callable[[], None]]:
+    """Build the node and its ASGI app (in the serving process); return the app and a closer."""
+    try:
+        node = build_node(settings)
+    except LogUnavailable as exc:  # LogMisconfigured too: a clear message, not a traceback
+        log.error("cannot start: %s", exc)
+        raise SystemExit(1) from None
+
+    def report_ready() -> None:
+        while not node.writer.wait_caught_up(60):
+            log.info("still reading the schema log")
+        log.info("caught up with the schema log: serving reads")
+        while not node.writer.wait_ready(60):
+            log.info("waiting for a leader to be elected")
+        log.info("ready: a leader is known, serving writes")
+
+    threading.Thread(target=report_ready, name="readiness", daemon=True).start()
+    bridge = build_asgi(node)
+
+    def close() -> None:
+        bridge.close()
+        node.close()
+
+    return bridge, close

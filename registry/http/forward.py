@@ -2,7 +2,10 @@
 
 The request goes on as the client sent it (method, path with its query, body, and
 the `Authorization`, `Content-Type` and `Accept` headers), marked with `X-Forward`
-so that the receiving node never forwards it again. The leader's answer, error bodies
+naming the node it is sent to as the leader: a node that receives a write so marked
+and is not the leader answers 50004 instead of forwarding it on (the two nodes
+disagree about who leads), while a client-sent `X-Forward` naming anything else is
+ignored. The leader's answer, error bodies
 included, comes back to the client unchanged.
 """
 from __future__ import annotations
@@ -38,7 +41,7 @@ class Forwarder:
         Raises ForwardingError (50003) if the leader cannot be reached or does not answer.
         """
         kept = {name: headers[name] for name in _KEPT_HEADERS if name in headers}
-        kept[FORWARD_HEADER] = "true"
+        kept[FORWARD_HEADER] = leader_url.rstrip("/")
         try:
             response = self._session.request(method, leader_url.rstrip("/") + raw_uri, data=body,
                                              headers=kept, timeout=self._timeout, allow_redirects=False)

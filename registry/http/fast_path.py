@@ -1,0 +1,44 @@
+"""`GET /schemas/ids/{id}` answered without entering Flask.
+
+It is the read every consumer makes, and Flask's per-request machinery costs several
+times the lookup itself. The body is built by the same function the Flask view uses
+(`bodies.schema_body`) and memoised per id; the memo entry is reused only while the
+cache still holds the very same `StoredSchema`, so a hard delete is seen at once.
+Anything else (not ready, unknown id, other paths, query strings) goes to Flask
+unchanged, so errors keep one way out. Never blocks.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+
+from registry.http.bodies import schema_body
+from registry.service import RegistryService
+
+_PREFIX = "/schemas/ids/"
+
+
+class SchemaByIdFastPath:
+    def __init__(self, service: RegistryService, ready: Callable[[], bool]) -> None:
+        self._service = service
+        self._ready = ready
+        self._memo: dict[int, tuple[object, bytes]] = {}
+
+    def answer(self, method: str, path: str, query: bytes) -> bytes | None:
+        """The response body when this request is one the fast path serves, else None."""
+        if method != "GET" or query or not path.startswith(_PREFIX) or not self._ready():
+            return None
+        digits = path[len(_PREFIX):]
+        if not digits.isdigit() or len(digits) > 10:
+            return None
+        schema_id = int(digits)
+        stored = self._service.cached_schema(schema_id)
+        if stored is None:
+            return None
+        memo = self._memo.get(schema_id)
+        if memo is not None and memo[0] is stored:
+            return memo[1]
+        body = orjson.dumps(schema_body(stored))
+        self._memo[schema_id] = (stored, body)
+        return body

@@ -1,0 +1,103 @@
+"""`/subjects/...` and `/compatibility/...`: registering, looking up, reading and deleting versions."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, request
+
+from registry import errors
+from registry.http.bodies import (
+    flag,
+    json_body,
+    json_response,
+    new_schema,
+    optional_positive,
+    raw_response,
+    version_body,
+)
+from registry.http.context import service
+from registry.service import NewSchema, RegisterRequest
+
+subject_routes = Blueprint("subjects", __name__)
+
+
+def _schema_from_body(body: dict[str, Any]) -> NewSchema:
+    return service().with_resolved_references(new_schema(body))
+
+
+@subject_routes.get("/subjects")
+def list_subjects() -> Any:
+    return json_response(service().subjects(request.args.get("subjectPrefix", ""),
+                                            deleted=flag("deleted"), deleted_only=flag("deletedOnly")))
+
+
+@subject_routes.post("/subjects/<subject:subject>")
+def lookup_schema(subject: str) -> Any:
+    found = service().lookup(subject, _schema_from_body(json_body()),
+                             normalize=flag("normalize"), deleted=flag("deleted"))
+    return json_response(version_body(found))
+
+
+@subject_routes.delete("/subjects/<subject:subject>")
+def delete_subject(subject: str) -> Any:
+    return json_response(service().delete_subject(subject, permanent=flag("permanent")))
+
+
+@subject_routes.get("/subjects/<subject:subject>/versions")
+def list_versions(subject: str) -> Any:
+    return json_response(service().versions(subject, deleted=flag("deleted")))
+
+
+@subject_routes.post("/subjects/<subject:subject>/versions")
+def register(subject: str) -> Any:
+    body = json_body()
+    value = service().register(subject, RegisterRequest(
+        _schema_from_body(body), normalize=flag("normalize"),
+        schema_id=optional_positive(body, "id"), version=optional_positive(body, "version")))
+    return json_response({"id": value.id})
+
+
+@subject_routes.get("/subjects/<subject:subject>/versions/<version>")
+def get_version(subject: str, version: str) -> Any:
+    return json_response(version_body(service().version(subject, version, deleted=flag("deleted"))))
+
+
+@subject_routes.get("/subjects/<subject:subject>/versions/<version>/schema")
+def get_version_schema(subject: str, version: str) -> Any:
+    return raw_response(service().version(subject, version, deleted=flag("deleted")).schema)
+
+
+@subject_routes.get("/subjects/<subject:subject>/versions/<version>/referencedby")
+def referenced_by(subject: str, version: str) -> Any:
+    return json_response(service().referenced_by(subject, version))
+
+
+@subject_routes.delete("/subjects/<subject:subject>/versions/<version>")
+def delete_version(subject: str, version: str) -> Any:
+    return json_response(service().delete_version(subject, version, permanent=flag("permanent")))
+
+
+@subject_routes.post("/compatibility/subjects/<subject:subject>/versions/<version>")
+def check_version(subject: str, version: str) -> Any:
+    return _compatibility(subject, version)
+
+
+@subject_routes.post("/compatibility/subjects/<subject:subject>/versions")
+def check_all_versions(subject: str) -> Any:
+    return _compatibility(subject, None)
+
+
+def _compatibility(subject: str, version: str | None) -> Any:
+    verbose = flag("verbose")
+    try:
+        problems = service().check_compatibility(subject, version, _schema_from_body(json_body()),
+                                                 normalize=flag("normalize"))
+    except errors.InvalidSchema as exc:
+        # Confluent's CompatibilityResource: with verbose an invalid schema is an answer.
+        if not verbose:
+            raise
+        problems = [exc.message]
+    body: dict[str, Any] = {"is_compatible": not problems}
+    if verbose:
+        body["messages"] = problems
+    return json_response(body)

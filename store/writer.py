@@ -1,0 +1,350 @@
+"""The writer: the one way records get into the log, and the protocol that keeps them right.
+
+    writer = LogWriter(log, cache, reader, election, timeout=10.0)
+    writer.wait_caught_up(60)                 # read the log to its end as it was at start-up
+    writer.take_office("http://sr-1:8081")    # on election: fence the log, then write
+    result = writer.write(plan)               # plan() -> (records, result), run under the lock
+    writer.leave_office()                     # on demotion: stop writing at once
+
+The protocol, in order, for every write:
+1. **Catch up**: apply the log up to its end, so `plan` sees the state its records
+   will land on.
+2. **Plan** under the write lock: the caller's `plan()` returns the records to append
+   (and what to answer). It should be cheap: heavy validation belongs before `write`.
+3. **Permission**: append only while this node is in office (it took office and the
+   elector still says it leads) AND the latest fence in the applied log is its own.
+   A deposed leader that wakes up either sees its successor's fence, or plans against
+   a stale end and its conditional append lands out of place (step 4). A write that
+   arrives while an election is under way (no leader known, or this node named but
+   not in office yet) waits for its outcome, up to the timeout; one that arrives while
+   another node leads is refused at once (`NotWriter`: forward it).
+4. **Conditional append**: each record says at which offset it must land. If someone
+   else appended first (`LogConflict`), catch up and plan again, so every write is
+   validated against the state it is appended to. Readers drop records that landed
+   elsewhere (`store.reader`), so a late append from a zombie has no effect.
+5. **Read your writes**: return only once this node's reader has applied the records.
+
+Also here: the leader's fence (a NOOP record naming its term, carrying the id
+watermark), the watermark raised with every hard delete so that compaction can never
+free an id for reuse (DESIGN invariant 3), and re-stating keys whose newest record readers
+dropped (so compaction cannot make it hide the valid record before it).
+
+Raises only store exceptions: `NotWriter`, `StoreTimeout`, `LogUnavailable`; the HTTP
+layer maps them to Confluent's errors in one place.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar, Union
+
+from store.cache import Cache
+from store.log import Log, LogConflict, LogUnavailable
+from store.reader import LogReader
+from store.records import (
+    FenceValue,
+    Key,
+    NoopKey,
+    RecordFormatError,
+    Value,
+    decode_key,
+    encode_key,
+    encode_value,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_WRITE_ATTEMPTS = 20
+
+
+_ELECTION_POLL_SECONDS = 0.01
+
+
+class Election(Protocol):
+    """What the writer needs to know of the election (see `election.elector.Elector`).
+
+    Both never block.
+    """
+
+    def is_leader(self) -> bool:
+        """This node may write: elected, and not in doubt about its claim."""
+
+    def leads_elsewhere(self) -> bool:
+        """Another node is known to lead: waiting will not make this one the writer."""
+
+
+class NotWriter(RuntimeError):
+    """This node may not append now: it is not in office, or its fence was superseded.
+
+    The write should go to the leader instead (or fail while there is none).
+    """
+
+
+class StoreTimeout(RuntimeError):
+    """The log did not let us catch up, or apply our own write, within the timeout."""
+
+
+@dataclass(frozen=True)
+class Restated:
+    """A record re-stating a key's current value under exactly the bytes `raw_key`."""
+
+    raw_key: bytes
+    value: Value | None
+
+
+Record = Union[tuple[Key, Value | None], Restated]
+Plan = Callable[[], tuple[list[Record], T]]
+
+
+class LogWriter:
+    """Appends to `log` for this node; see the module docstring for the protocol.
+
+    `election` is consulted before every append, so that a node stops writing the
+    moment it doubts its claim, before its demotion callback has even run. `timeout`
+    bounds every wait: on the log, and for an election under way.
+    Thread-safe: writes are serialised by one lock.
+    """
+
+    def __init__(self, log_: Log, cache: Cache, reader: LogReader, election: Election, *,
+                 timeout: float = 10.0) -> None:
+        self._log = log_
+        self._cache = cache
+        self._reader = reader
+        self._election = election
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._known_end: int | None = None
+        self._caught_up = False
+        self._ready_target: int | None = None
+        self._repairing = False
+        self.accepted_appends = 0  # records this node appended that the log took in place
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    # ---- readiness ---------------------------------------------------------------
+
+    def caught_up(self) -> bool:
+        """True once this node has applied the log up to its end as seen at start-up:
+        from then on it may serve reads.
+
+        Never blocks and never touches the log (it is called on the serving event
+        loop); `wait_caught_up` learns the end offset to reach.
+        """
+        if not self._caught_up and self._ready_target is not None:
+            self._caught_up = self._reader.next_offset >= self._ready_target
+        return self._caught_up
+
+    def wait_caught_up(self, timeout: float) -> bool:
+        """Block until `caught_up()` or `timeout` seconds pass; asks the log for its end."""
+        deadline = time.monotonic() + timeout
+        while not self.caught_up():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if self._ready_target is None:
+                try:
+                    self._ready_target = self._log.end_offset()
+                except LogUnavailable:
+                    time.sleep(min(remaining, 0.5))
+                continue
+            self._reader.wait_until(self._ready_target, min(remaining, 1.0))
+        return True
+
+    def writable(self) -> bool:
+        """True while a write would be taken: this node is in office, or another node
+        leads (the write is forwarded there). Never blocks."""
+        return self.in_office() or self._election.leads_elsewhere()
+
+    def is_ready(self) -> bool:
+        """Reads and writes work: caught up, and a writer is known. Never blocks."""
+        return self.caught_up() and self.writable()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until `is_ready()` or `timeout` seconds pass."""
+        deadline = time.monotonic() + timeout
+        if not self.wait_caught_up(timeout):
+            return False
+        while not self.writable():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_ELECTION_POLL_SECONDS)
+        return True
+
+    # ---- office ------------------------------------------------------------------
+
+    def take_office(self, leader: str) -> None:
+        """Fence the log with a fresh token naming `leader`, then accept writes.
+
+        The fence is appended at the log's end as this node caught up to it (retried if
+        someone else appends first) and carries the id watermark. Blocks until it is
+        applied, which also means this node has read the log to its end. Raises
+        StoreTimeout or LogUnavailable; then this node stays out of office.
+        """
+        token = uuid.uuid4().hex
+        self._known_end = None  # a new term: ask the log where it ends
+
+        def fence() -> tuple[list[Record], None]:
+            return [(NoopKey(), FenceValue(token, leader, self.watermark()))], None
+
+        self._write(fence, permitted=False)
+        with self._lock:
+            self._token = token
+        log.info("fenced the log with %s; accepting writes", token)
+
+    def leave_office(self) -> None:
+        """Stop writing at once. Never blocks on the log."""
+        with self._lock:
+            self._token = None
+
+    def in_office(self) -> bool:
+        """True while this node may append: in office, leading, and holding the latest fence."""
+        token = self._token
+        fence = self._cache.fence
+        return token is not None and fence is not None and fence.token == token and self._election.is_leader()
+
+    def latest_fence(self) -> FenceValue | None:
+        return self._cache.fence
+
+    # ---- writing -----------------------------------------------------------------
+
+    def write(self, plan: Plan[T]) -> T:
+        """Run `plan` against a cache caught up with the log, append the records it
+        returns, and return its result once this node has applied them.
+
+        `plan` runs under the write lock and may raise to refuse the write (nothing is
+        appended then). With no records, nothing is appended and no permission is
+        needed. Blocks for the catch-up, the append and the apply, each bounded by the
+        timeout. Raises NotWriter, StoreTimeout, LogUnavailable, or what `plan` raises.
+        """
+        result = self._write(plan, permitted=True)
+        if self._reader.misplaced_latest:
+            self.repair_misplaced()
+        return result
+
+    def id_watermark(self, released: Iterable[int]) -> tuple[Key, Value]:
+        """A record re-stating the latest fence with the id watermark raised to cover
+        `released`, the ids a write frees (a hard delete removes their last use).
+
+        The watermark says: every id at or below it may have been used; an id above it
+        that the log does not hold was never used. Compaction removes the records of
+        freed ids, so this record is what keeps them from being handed out again
+        (DESIGN invariant 3). Append it with every write that frees an id.
+        """
+        fence = self._cache.fence or FenceValue("")
+        return NoopKey(), FenceValue(fence.token, fence.leader, max([self.watermark(), *released]))
+
+    def watermark(self) -> int:
+        """The id watermark as the latest fence states it (see `id_watermark`)."""
+        fence = self._cache.fence
+        return fence.max_id if fence is not None else 0
+
+    def repair_misplaced(self) -> int:
+        """Re-state every key whose newest record in the log is one readers dropped.
+
+        A record that landed out of place (a deposed leader's late append) has no
+        effect, but it is its key's newest record: once Kafka compacts the topic it
+        would be the only one left, and the valid value before it would be lost on
+        replay. Appending the current value again under the same key bytes makes the
+        valid record newest. Does nothing out of office. Returns how many keys it
+        re-stated.
+        """
+        def plan() -> tuple[list[Record], int]:
+            if not self.in_office():
+                return [], 0  # a follower leaves this to the leader
+            restated: list[Record] = []
+            for raw_key in list(self._reader.misplaced_latest):
+                try:
+                    key = decode_key(raw_key)
+                except RecordFormatError:
+                    continue
+                restated.append(Restated(raw_key, self._cache.current_value(key)))
+            return restated, len(restated)
+
+        if not self._reader.misplaced_latest or self._repairing or not self.in_office():
+            return 0
+        self._repairing = True
+        try:
+            repaired = self._write(plan, permitted=True)
+        except NotWriter:  # lost office meanwhile
+            return 0
+        finally:
+            self._repairing = False
+        if repaired:
+            log.info("re-stated %d keys whose newest record had been dropped", repaired)
+        return repaired
+
+    def _await_office(self) -> None:
+        """Wait while an election is under way, until this node is in office.
+
+        Raises NotWriter at once while another node leads, and after the timeout when
+        the election has not settled on this node.
+        """
+        deadline = time.monotonic() + self._timeout
+        while not self.in_office():
+            if self._election.leads_elsewhere():
+                raise NotWriter("another node leads")
+            if time.monotonic() >= deadline:
+                raise NotWriter(f"no leader elected within {self._timeout:g} s")
+            time.sleep(_ELECTION_POLL_SECONDS)
+
+    def _write(self, plan: Plan[T], *, permitted: bool) -> T:
+        for _ in range(_WRITE_ATTEMPTS):
+            with self._lock:
+                end = self._catch_up()
+                records, result = plan()
+                if not records:
+                    return result
+                waiting = permitted and not self.in_office()
+                if not waiting:
+                    self._known_end = None  # unknown until the append says where it landed
+                    try:
+                        last = self._append(records, end)
+                    except LogConflict:
+                        continue
+                    self._known_end = last + 1
+                    self.accepted_appends += len(records)
+            if waiting:
+                self._await_office()  # outside the lock; then plan again on what is new
+                continue
+            if not self._reader.wait_until(last + 1, self._timeout):
+                raise StoreTimeout("timed out waiting for the write to be applied")
+            return result
+        raise StoreTimeout("gave up writing: other writers kept appending first")
+
+    def _catch_up(self) -> int:
+        """Apply the log up to its end; return that end offset.
+
+        Right after our own append we know where the log ends without asking it (a
+        broker round trip with Kafka). Should someone else have appended since, the
+        next conditional append fails with LogConflict and we ask again.
+        """
+        end = self._known_end if self._known_end is not None else self._log.end_offset()
+        if not self._reader.wait_until(end, self._timeout):
+            raise StoreTimeout("timed out reading the schema log to its end")
+        return end
+
+    def _append(self, records: list[Record], expected: int) -> int:
+        """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset."""
+        offset = expected - 1
+        for item in records:
+            if isinstance(item, Restated):
+                raw_value, forms = encode_value(item.value), [item.raw_key]
+            else:
+                key, value = item
+                raw_value = encode_value(value)
+                # Reuse every byte form the log holds for this key, so compaction
+                # replaces (or a tombstone removes) exactly what is there.
+                forms = self._cache.key_bytes(key) or [encode_key(key)]
+                if raw_value is not None:
+                    forms = forms[-1:]
+            for raw_key in forms:
+                offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1)
+        return offset

@@ -1,0 +1,187 @@
+"""The writer's append protocol on the in-memory log: catch-up and conditional append with
+re-planning on conflict, the fence, the id watermark, and waiting for an election."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from store.cache import Cache
+from store.memory_log import MemoryLog
+from store.reader import LogReader
+from store.records import ConfigKey, ConfigValue, SchemaKey, SchemaValue, encode_key, encode_value
+from store.writer import LogWriter, NotWriter
+
+
+@dataclass
+class FakeElection:
+    """The election as the writer sees it; the tests decide its outcome."""
+
+    leader: bool = True
+    elsewhere: bool = False
+
+    def is_leader(self) -> bool:
+        return self.leader
+
+    def leads_elsewhere(self) -> bool:
+        return self.elsewhere
+
+
+@dataclass
+class Member:
+    """One node's store: cache, reader and writer on a shared log."""
+
+    log: MemoryLog
+    election: FakeElection = field(default_factory=FakeElection)
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        self.cache = Cache()
+        self.reader = LogReader(self.log, self.cache)
+        self.reader.start()
+        self.writer = LogWriter(self.log, self.cache, self.reader, self.election, timeout=self.timeout)
+
+    def close(self) -> None:
+        self.reader.stop()
+
+
+@pytest.fixture
+def log() -> Iterator[MemoryLog]:
+    the_log = MemoryLog()
+    yield the_log
+    the_log.close()
+
+
+@pytest.fixture
+def members(log: MemoryLog) -> Iterator[list[Member]]:
+    made: list[Member] = []
+    yield made
+    for member in made:
+        member.close()
+
+
+def member(members: list[Member], log: MemoryLog, **kw) -> Member:
+    made = Member(log, **kw)
+    members.append(made)
+    return made
+
+
+def config_record(level: str) -> tuple[ConfigKey, ConfigValue]:
+    return ConfigKey(None), ConfigValue(level)
+
+
+def test_a_write_is_applied_before_it_returns(log, members):
+    node = member(members, log)
+    node.writer.take_office("http://a:8081")
+    node.writer.write(lambda: ([config_record("FULL")], None))
+    assert node.cache.config(None) == ConfigValue("FULL"), "read-your-writes: applied on return"
+
+
+def test_a_conflicting_append_is_replanned_against_the_new_state(log, members):
+    node = member(members, log)
+    node.writer.take_office("http://a:8081")
+    seen_levels: list[str | None] = []
+
+    def plan():
+        current = node.cache.config(None)
+        seen_levels.append(current.compatibility_level if current else None)
+        if len(seen_levels) == 1:
+            # Someone else appends between our catch-up and our append.
+            key, value = config_record("NONE")
+            log.append(encode_key(key), encode_value(value))
+        return [config_record("FULL")], len(seen_levels)
+
+    attempts = node.writer.write(plan)
+    assert attempts == 2, "the conditional append must fail once and the write be planned again"
+    assert seen_levels == [None, "NONE"], "the second plan must see what the other writer appended"
+    assert node.cache.config(None).compatibility_level == "FULL"
+
+
+def test_a_refused_plan_appends_nothing(log, members):
+    node = member(members, log)
+    node.writer.take_office("http://a:8081")
+    end = log.end_offset()
+
+    def plan():
+        raise ValueError("refused by the domain rules")
+
+    with pytest.raises(ValueError):
+        node.writer.write(plan)
+    assert log.end_offset() == end, "nothing may reach the log for a refused write"
+
+
+def test_a_plan_with_nothing_to_append_needs_no_office(log, members):
+    node = member(members, log, election=FakeElection(leader=False, elsewhere=True))
+    assert node.writer.write(lambda: ([], "answered locally")) == "answered locally"
+
+
+def test_a_successors_fence_stops_a_zombie_that_still_believes_it_leads(log, members):
+    old = member(members, log)
+    new = member(members, log)
+    old.writer.take_office("http://old:8081")
+    old.writer.write(lambda: ([config_record("FULL")], None))
+    new.writer.take_office("http://new:8081")  # the old leader's election view is now stale
+    assert old.reader.wait_until(log.end_offset(), 5)
+    old.election.elsewhere = True  # as soon as it learns who leads
+    end = log.end_offset()
+    with pytest.raises(NotWriter):
+        old.writer.write(lambda: ([config_record("NONE")], None))
+    assert log.end_offset() == end, "a deposed leader must append nothing"
+    assert not old.writer.in_office() and new.writer.in_office()
+
+
+def test_the_watermark_covers_freed_ids_and_every_new_fence_carries_it(log, members):
+    node = member(members, log)
+    node.writer.take_office("http://a:8081")
+    value = SchemaValue("s", 1, 41, '"string"')
+    node.writer.write(lambda: ([(SchemaKey("s", 1), value)], None))
+    _, watermark = node.writer.id_watermark([41])  # as a hard delete of id 41 appends it
+    assert watermark.max_id == 41 and watermark.token == node.writer.latest_fence().token
+    node.writer.write(lambda: ([node.writer.id_watermark([41])], None))
+    successor = member(members, log)
+    successor.writer.take_office("http://b:8081")
+    assert successor.writer.latest_fence().max_id == 41, "every new fence carries the watermark"
+
+
+def test_a_write_during_an_election_waits_for_its_outcome(log, members):
+    node = member(members, log, election=FakeElection(leader=False))
+    done = threading.Event()
+
+    def write() -> None:
+        node.writer.write(lambda: ([config_record("FULL")], None))
+        done.set()
+
+    writer_thread = threading.Thread(target=write)
+    writer_thread.start()
+    time.sleep(0.2)  # the write is waiting: no leader yet (checked just below)
+    assert not done.is_set(), "a write must wait while no leader is known"
+    node.writer.take_office("http://a:8081")
+    node.election.leader = True
+    writer_thread.join(5)
+    assert done.is_set(), "the waiting write must go through once this node is in office"
+    assert node.cache.config(None).compatibility_level == "FULL"
+
+
+def test_a_write_is_refused_at_once_while_another_node_leads(log, members):
+    node = member(members, log, election=FakeElection(leader=False, elsewhere=True))
+    started = time.monotonic()
+    with pytest.raises(NotWriter):
+        node.writer.write(lambda: ([config_record("FULL")], None))
+    assert time.monotonic() - started < 1.0, "no wait when the write can be forwarded"
+
+
+def test_a_write_gives_up_when_no_leader_is_elected_in_time(log, members):
+    node = member(members, log, election=FakeElection(leader=False), timeout=0.3)
+    with pytest.raises(NotWriter, match="no leader elected"):
+        node.writer.write(lambda: ([config_record("FULL")], None))
+
+
+def test_readiness_needs_the_log_read_and_a_writer_known(log, members):
+    node = member(members, log, election=FakeElection(leader=False))
+    assert node.writer.wait_caught_up(5)
+    assert not node.writer.is_ready(), "no leader known: not ready for writes"
+    node.election.elsewhere = True
+    assert node.writer.is_ready(), "another node leads: writes are forwarded, so ready"
