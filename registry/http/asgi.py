@@ -31,6 +31,10 @@ from registry.http.fast_path import SchemaByIdFastPath
 
 _FAST_HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
 _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
+# The body reaches the app whole, with CONTENT_LENGTH set to its size: how it was framed
+# on the wire (chunked, say) is no longer true of it, and Werkzeug reads a request that
+# says "Transfer-Encoding: chunked" as having no length.
+_BODY_FRAMING = frozenset({"CONTENT_LENGTH", "TRANSFER_ENCODING"})
 
 
 class AsgiBridge:
@@ -132,7 +136,7 @@ class AsgiBridge:
             text = value.decode("latin-1")
             if key == "CONTENT_TYPE":
                 environ["CONTENT_TYPE"] = text
-            elif key != "CONTENT_LENGTH":
+            elif key not in _BODY_FRAMING:
                 key = "HTTP_" + key
                 environ[key] = f"{environ[key]},{text}" if key in environ else text
         return environ

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Final, Union
 import fastavro
 
 from registry.schema_types.base import InvalidSchema, ParsedSchema
+from registry.schema_types.json_text import MAX_DEPTH, load_json
 
 JsonValue = Any
 """Whatever `json.loads` returns."""
@@ -191,17 +192,10 @@ _PLAIN: Final[Mapping[str, _Primitive]] = {kind: _Primitive(kind) for kind in PR
 # --- Parsing and validation -------------------------------------------------------
 
 
-def _reject_constant(token: str) -> JsonValue:
-    # Python's json accepts NaN and Infinity; JSON (and Jackson) do not.
-    raise ValueError(f"{token} is not valid JSON")
-
-
 def _load_json(text: str, what: str) -> JsonValue:
-    """Decode `text`, raising InvalidSchema (naming `what`) if it is not JSON."""
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, TypeError) as error:
-        raise InvalidSchema(f"{what} is not valid JSON: {error}") from None
+    """Decode `text`, raising InvalidSchema (naming `what`) if it is not a JSON document
+    within the limits every schema type shares (`json_text`)."""
+    return load_json(text, what)
 
 
 def _at(path: str) -> str:
@@ -466,7 +460,8 @@ class _Parser:
             _check_name(symbol, path, "enum symbol")
         symbol_set = frozenset(symbols)
         if len(symbol_set) != len(symbols):
-            duplicates = sorted({s for s in symbols if symbols.count(s) > 1})
+            seen: set[str] = set()
+            duplicates = sorted({s for s in symbols if s in seen or seen.add(s)})  # type: ignore[func-returns-value]
             raise InvalidSchema(f"{_at(path)}: enum {fullname!r} has duplicate symbols {duplicates}")
         default = obj.get("default")
         if default is not None and (not isinstance(default, str) or default not in symbol_set):
@@ -491,6 +486,53 @@ class _Parser:
                        _valid_logical_type("fixed", props, size))
         self.names[fullname] = fixed
         return fixed
+
+
+def _check_nesting(root: _Node) -> None:
+    """Raise InvalidSchema if the schema nests more than MAX_DEPTH levels deep, counting
+    through named types, including those its references define.
+
+    Each document is already within MAX_DEPTH JSON levels (`json_text`), but a type
+    defined elsewhere adds its own depth where it is used. Resolution and the writers
+    recurse along exactly these levels, so any schema accepted here can be walked.
+    A record met again on its own path (a recursive type) adds nothing; each record's
+    depth is computed once. The walk itself never goes deeper than the limit.
+    """
+    known: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def depth(node: _Node, level: int) -> int:
+        if level > MAX_DEPTH:
+            raise InvalidSchema(f"the schema nests more than {MAX_DEPTH} levels deep "
+                                "(counting the types its references define)")
+        if isinstance(node, _Array):
+            return 1 + depth(node.items, level + 1)
+        if isinstance(node, _Map):
+            return 1 + depth(node.values, level + 1)
+        if isinstance(node, _Union):
+            deepest = 0
+            for branch in node.branches:
+                deepest = max(deepest, depth(branch, level + 1))
+            return 1 + deepest
+        if not isinstance(node, _Record):
+            return 1
+        key = id(node)
+        if key in on_path:
+            return 0
+        below = known.get(key)
+        if below is None:
+            on_path.add(key)
+            below = 0
+            for schema_field in node.fields:
+                below = max(below, depth(schema_field.type, level + 1))
+            on_path.discard(key)
+            known[key] = below
+        if level + below > MAX_DEPTH:
+            raise InvalidSchema(f"the schema nests more than {MAX_DEPTH} levels deep "
+                                "(counting the types its references define)")
+        return 1 + below
+
+    depth(root, 0)
 
 
 def _doc(obj: dict[str, JsonValue], path: str) -> str | None:
@@ -745,18 +787,46 @@ def _names_match(reader: _Named, writer: _Named) -> bool:
     return reader.name == writer.name or writer.fullname in reader.aliases
 
 
-def _shallow_match(reader: _Node, writer: _Node) -> bool:
-    """Whether resolution would even try `reader` for `writer` (same type, same name
-    for named types, or a promotion): used to pick reader-union branches cheaply."""
-    if reader.kind != writer.kind:
-        return (writer.kind, reader.kind) in _PROMOTIONS
-    if isinstance(reader, _NAMED_TYPES) and isinstance(writer, _NAMED_TYPES):
-        return _names_match(reader, writer)
-    return True
-
-
 Problems = list[tuple[str, str]]
 """(path relative to the node checked, reason) pairs."""
+
+# Writer type -> the reader types it can be promoted to.
+_PROMOTED_TO: Final[Mapping[str, tuple[str, ...]]] = {
+    writer: tuple(reader for w, reader in sorted(_PROMOTIONS) if w == writer)
+    for writer in {w for w, _ in _PROMOTIONS}
+}
+
+
+class _BranchIndex:
+    """A reader union's branches by what resolution would try them for (same type,
+    same name for named types, or a promotion), so finding
+    the candidates for one writer type is a few dict lookups, not a scan: a union
+    checked against a union stays linear in their sizes."""
+
+    def __init__(self, union: _Union) -> None:
+        self.by_kind: dict[str, list[tuple[int, _Node]]] = {}
+        self.by_name: dict[tuple[str, str], list[tuple[int, _Node]]] = {}
+        for position, branch in enumerate(union.branches):
+            if isinstance(branch, _NAMED_TYPES):
+                self.by_name.setdefault((branch.kind, branch.name), []).append((position, branch))
+                for alias in branch.aliases:
+                    self.by_name.setdefault((branch.kind, alias), []).append((position, branch))
+            else:
+                self.by_kind.setdefault(branch.kind, []).append((position, branch))
+
+    def candidates(self, writer: _Node) -> list[tuple[int, _Node]]:
+        """Branches resolution would try for `writer`, in branch order."""
+        if isinstance(writer, _NAMED_TYPES):
+            found = self.by_name.get((writer.kind, writer.name), []) + \
+                self.by_name.get((writer.kind, writer.fullname), [])
+        else:
+            found = list(self.by_kind.get(writer.kind, ()))
+            for reader_kind in _PROMOTED_TO.get(writer.kind, ()):
+                found += self.by_kind.get(reader_kind, ())
+        if len(found) < 2:
+            return found
+        unique = {position: branch for position, branch in found}
+        return sorted(unique.items(), key=lambda item: item[0])
 
 
 class _Resolution:
@@ -776,6 +846,7 @@ class _Resolution:
 
     def __init__(self) -> None:
         self.memo: dict[tuple[int, int], Problems] = {}
+        self.branch_indexes: dict[int, _BranchIndex] = {}  # id(reader union) -> its index
         self.active: dict[tuple[int, int], int] = {}  # pair -> depth on the check stack
         self.leaned_on = math.inf  # shallowest active depth assumed compatible
 
@@ -822,13 +893,16 @@ class _Resolution:
 
     def reader_union(self, reader: _Union, writer: _Node) -> Problems:
         """Some reader branch must be able to read the (non-union) writer."""
-        candidates = [(i, b) for i, b in enumerate(reader.branches) if _shallow_match(b, writer)]
+        index = self.branch_indexes.get(id(reader))
+        if index is None:
+            index = self.branch_indexes[id(reader)] = _BranchIndex(reader)
+        candidates = index.candidates(writer)
         for _, branch in candidates:
             if not self.check(branch, writer):
                 return []
         if candidates:  # explain why the closest branch fails (results are memoized)
-            index, branch = candidates[0]
-            return _under(f"/{index}", self.check(branch, writer))
+            position, branch = candidates[0]
+            return _under(f"/{position}", self.check(branch, writer))
         return [("", f"no branch of the reader union can read writer type {_describe(writer)}")]
 
     def record(self, reader: _Record, writer: _Record) -> Problems:
@@ -994,6 +1068,7 @@ class AvroType:
                 raise InvalidSchema(f"{what}: {error}") from None
         reference_names = frozenset(names)
         root = _Parser(names).parse(_load_json(text, "the schema"))
+        _check_nesting(root)
         return AvroSchema(root, reference_names)
 
 

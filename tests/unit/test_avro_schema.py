@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from typing import Any
 
 import fastavro
@@ -141,7 +140,7 @@ def test_text_that_is_not_json_is_rejected(text: str) -> None:
 
 def test_absurdly_deep_nesting_is_invalid_not_a_crash() -> None:
     text = '{"type":"array","items":' * 5000 + '"int"' + "}" * 5000
-    with pytest.raises(InvalidSchema, match="nested too deeply"):
+    with pytest.raises(InvalidSchema, match="deeper than 128 levels"):
         AVRO.parse(text, {})
 
 
@@ -461,17 +460,3 @@ def test_fastavro_schema_writes_float_defaults_as_floats() -> None:
     parsed = parse(rec_with({"type": "double"}, default=1))
     assert parsed.fastavro_schema()["fields"][0]["default"] == 1.0
 
-
-def test_parsing_a_typical_record_takes_well_under_a_millisecond() -> None:
-    types: list[Any] = ["int", "long", "string", ["null", "string"], {"type": "array", "items": "string"},
-                        {"type": "map", "values": "long"}, "double", "boolean",
-                        {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]},
-                        {"type": "int", "logicalType": "date"}]
-    text = json.dumps(record("User", *({"name": f"f{i}", "type": t} for i, t in enumerate(types)),
-                             namespace="com.example"))
-    runs = 300
-    started = time.perf_counter()
-    for _ in range(runs):
-        AVRO.parse(text, {}).canonical()
-    mean = (time.perf_counter() - started) / runs
-    assert mean < 0.001, f"parsing runs on every registration; took {mean * 1e6:.0f} µs"

@@ -1,0 +1,85 @@
+"""Decoding schema text that is JSON (Avro, JSON Schema), with the limits every parser needs.
+
+    document = load_json(text, "the schema")   # raises InvalidSchema
+
+One place decides what a JSON schema document may hold, so every schema type, and
+every path that reads a schema (registration, compatibility, a stored schema read
+back), accepts exactly the same documents:
+
+- **JSON as Jackson reads it**: no `NaN`/`Infinity` tokens, and no number that only
+  becomes one (`1e999` would be stored as `Infinity`, which is not JSON).
+- **Text that can be stored**: no lone surrogates (`"\\ud800"` decodes to one, and a
+  record holding it cannot be encoded as UTF-8).
+- **Bounded nesting**: at most `MAX_DEPTH` nested arrays and objects. Everything that
+  walks a schema afterwards (validation, canonical forms, compatibility) recurses,
+  and must be able to walk any schema that was accepted, or the subject holding it
+  could never take another version.
+
+Checking is one iterative walk over the decoded document: linear in its size.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Final
+
+from registry.schema_types.base import InvalidSchema
+
+MAX_DEPTH: Final = 128
+"""Nested JSON arrays and objects a schema document may have (real schemas use < 20)."""
+
+JsonValue = Any
+
+
+def _reject_constant(token: str) -> JsonValue:
+    # Python's json accepts NaN and Infinity; JSON (and Jackson) do not.
+    raise ValueError(f"{token} is not valid JSON")
+
+
+def _finite(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {token} is out of range")
+    return value
+
+
+def load_json(text: str, what: str) -> JsonValue:
+    """Decode `text`, raising InvalidSchema (naming `what`) if it is not a storable JSON
+    document within the limits above."""
+    try:
+        document = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    except RecursionError:
+        raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, TypeError) as error:
+        raise InvalidSchema(f"{what} is not valid JSON: {error}") from None
+    check_document(document, what)
+    return document
+
+
+def check_document(document: JsonValue, what: str) -> None:
+    """Raise InvalidSchema if `document` nests deeper than MAX_DEPTH or holds a string
+    (value or key) that is not valid Unicode text. Iterative: no recursion limit."""
+    stack: list[tuple[JsonValue, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value, what)
+        elif isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    _check_text(key, what)
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+
+
+def _check_text(value: str, what: str) -> None:
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidSchema(f"{what} holds a string with a lone surrogate (\\ud800-\\udfff), "
+                            "which is not Unicode text") from None

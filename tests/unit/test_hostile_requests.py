@@ -1,0 +1,227 @@
+"""Hostile and careless requests, through the real front end (bridge, fast path, Flask) on
+the in-memory log: each gets a 4xx with Confluent's error body and writes nothing.
+
+Each case here was reproduced against the registry before it was fixed (issue 11).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.asgi_client import NodeClient
+
+MAX_INT32 = 2**31 - 1
+
+
+@pytest.fixture
+def client():
+    with NodeClient() as the_client:
+        yield the_client
+
+
+def end(client: NodeClient) -> int:
+    return client.node.log.end_offset()
+
+
+def assert_refused(answer, status: int, code: int) -> None:
+    assert answer.status == status, (answer.status, answer.body)
+    body = answer.json()
+    assert body["error_code"] == code and isinstance(body["message"], str), body
+
+
+def record(name: str, *fields: dict) -> str:
+    return json.dumps({"type": "record", "name": name, "fields": list(fields)})
+
+
+# ---- route confusion -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("PUT", "/mode/x://y/mode", {"mode": "READONLY"}),
+    ("PUT", "/config/a://b/config", {"compatibility": "NONE"}),
+    ("DELETE", "/subjects/x://y/subjects/orders", None),
+    ("POST", "/subjects/x://y/subjects/orders/versions", {"schema": '"string"'}),
+])
+def test_a_path_containing_a_scheme_is_routed_as_named_never_rewritten(client, method, path, body):
+    client.post("/subjects/orders/versions", {"schema": '"string"'})
+    before = end(client)
+    answer = client.request(method, path, body)
+    assert_refused(answer, 404, 404)
+    assert end(client) == before, "a request routed nowhere must write nothing"
+    assert client.get("/mode").json() == {"mode": "READWRITE"}
+    assert client.get("/subjects").json() == ["orders"]
+
+
+def test_a_true_absolute_form_target_is_served_as_its_path(client):
+    answer = client.get("http://registry.example:8081/subjects")
+    assert answer.status == 200 and answer.json() == []
+
+
+# ---- schema text that cannot be stored ---------------------------------------------------
+
+
+@pytest.mark.parametrize("schema", [
+    record("R", {"name": "a", "type": "string", "doc": "\ud800"}),
+    record("R", {"name": "a", "type": "string", "default": "\udfff"}),
+    json.dumps({"type": "record", "name": "R", "fields": [], "x\ud800": 1}),
+])
+def test_a_lone_surrogate_is_an_invalid_schema_not_a_500(client, schema):
+    before = end(client)
+    assert_refused(client.post("/subjects/s/versions", {"schema": schema}), 422, 42201)
+    assert end(client) == before
+
+
+def test_an_infinite_double_default_is_refused_at_registration(client):
+    schema = record("R", {"name": "a", "type": "double", "default": 0}).replace('"default": 0', '"default": 1e999')
+    assert "1e999" in schema
+    before = end(client)
+    assert_refused(client.post("/subjects/s/versions", {"schema": schema}), 422, 42201)
+    assert end(client) == before
+    # The subject stays usable: nothing poisoned it.
+    ok = client.post("/subjects/s/versions", {"schema": record("R", {"name": "a", "type": "double",
+                                                                        "default": 1.5})})
+    assert ok.status == 200, ok.body
+
+
+# ---- chunked bodies --------------------------------------------------------------------
+
+
+def test_a_chunked_body_is_read_like_any_other(client):
+    body = json.dumps({"schema": '"string"'}).encode()
+    answer = client.request("POST", "/subjects/chunked/versions",
+                            headers={"Content-Type": "application/vnd.schemaregistry.v1+json",
+                                     "Transfer-Encoding": "chunked"},
+                            chunks=[body[:7], body[7:20], body[20:]])
+    assert answer.status == 200 and "id" in answer.json(), answer.body
+
+
+def test_a_chunked_body_over_the_limit_is_413(client):
+    limit = client.node.settings.max_request_bytes
+    answer = client.request("POST", "/subjects/big/versions",
+                            headers={"Transfer-Encoding": "chunked"},
+                            chunks=[b"x" * (limit // 2), b"x" * (limit // 2 + 10)])
+    assert_refused(answer, 413, 413)
+
+
+# ---- subjects Confluent refuses ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("subject", ["a%00b", "a%0Ab", "%1F", "%7F", "x%C2%85y", "__GLOBAL", "__EMPTY"])
+def test_subjects_confluent_refuses_are_42208(client, subject):
+    before = end(client)
+    assert_refused(client.post(f"/subjects/{subject}/versions", {"schema": '"string"'}), 422, 42208)
+    assert_refused(client.put(f"/config/{subject}", {"compatibility": "NONE"}), 422, 42208)
+    assert_refused(client.put(f"/mode/{subject}", {"mode": "READONLY"}), 422, 42208)
+    assert end(client) == before
+    assert client.get("/subjects").json() == []
+
+
+# ---- nesting --------------------------------------------------------------------------------
+
+
+def nested_arrays(levels: int) -> str:
+    return '{"type":"array","items":' * levels + '"string"' + "}" * levels
+
+
+def test_a_schema_at_the_nesting_limit_never_freezes_its_subject(client):
+    from registry.schema_types.json_text import MAX_DEPTH
+
+    assert client.put("/config/deep", {"compatibility": "NONE"}).status == 200
+    assert client.post("/subjects/deep/versions", {"schema": nested_arrays(MAX_DEPTH - 1)}).status == 200
+    assert_refused(client.post("/subjects/deeper/versions", {"schema": nested_arrays(MAX_DEPTH + 1)}), 422, 42201)
+    answer = client.post("/subjects/deep/versions", {"schema": '"string"'})
+    assert answer.status == 200, f"a new version after the deepest accepted one must work: {answer.body}"
+    for level in ("BACKWARD", "FULL_TRANSITIVE"):
+        assert client.put("/config/deep", {"compatibility": level}).status == 200
+        check = client.post("/compatibility/subjects/deep/versions?verbose=true",
+                            {"schema": nested_arrays(MAX_DEPTH - 1)})
+        assert check.status == 200, check.body  # an answer, whatever it is, not an error
+
+
+def test_references_cannot_stack_nesting_past_the_limit(client):
+    from registry.schema_types.json_text import MAX_DEPTH
+
+    inner = ('{"type":"record","name":"Deep","fields":[{"name":"a","type":' + nested_arrays(MAX_DEPTH - 5)
+             + "}]}")
+    assert client.post("/subjects/deep-ref/versions", {"schema": inner}).status == 200
+    outer = '{"type":"array","items":' * 100 + '"Deep"' + "}" * 100
+    answer = client.post("/subjects/outer/versions", {"schema": outer, "references": [
+        {"name": "Deep", "subject": "deep-ref", "version": 1}]})
+    assert_refused(answer, 422, 42201)
+    assert "references" in answer.json()["message"]
+
+
+# ---- overflow ---------------------------------------------------------------------------------
+
+
+def test_a_version_past_2_31_is_refused_with_a_4xx(client):
+    assert client.put("/mode/imp", {"mode": "IMPORT"}).status == 200
+    imported = client.post("/subjects/imp/versions", {"schema": '"string"', "id": 7, "version": MAX_INT32})
+    assert imported.status == 200, imported.body
+    assert client.put("/mode/imp", {"mode": "READWRITE"}).status == 200
+    assert client.put("/config/imp", {"compatibility": "NONE"}).status == 200
+    before = end(client)
+    answer = client.post("/subjects/imp/versions", {"schema": '"int"'})
+    assert answer.status == 422 and answer.json()["error_code"] == 42205, answer.body
+    assert end(client) == before
+
+
+def test_after_importing_the_top_id_new_ids_come_from_the_lowest_never_used_one(client):
+    first = client.post("/subjects/a/versions", {"schema": '"string"'}).json()["id"]
+    assert client.put("/mode/imp", {"mode": "IMPORT"}).status == 200
+    assert client.post("/subjects/imp/versions", {"schema": '"int"', "id": MAX_INT32, "version": 1}).status == 200
+    assert client.put("/mode/imp", {"mode": "READWRITE"}).status == 200
+    fresh = client.post("/subjects/b/versions", {"schema": '"long"'})
+    assert fresh.status == 200, f"the registry must keep working after an import of id 2^31-1: {fresh.body}"
+    assert fresh.json()["id"] == first + 1, "the lowest id never used, above the watermark"
+
+
+def test_freed_ids_stay_retired_when_the_top_id_is_taken(client):
+    gone = client.post("/subjects/gone/versions", {"schema": '"string"'}).json()["id"]
+    assert client.delete("/subjects/gone").status == 200
+    assert client.delete("/subjects/gone?permanent=true").status == 200
+    assert client.put("/mode/imp", {"mode": "IMPORT"}).status == 200
+    assert client.post("/subjects/imp/versions", {"schema": '"int"', "id": MAX_INT32, "version": 1}).status == 200
+    assert client.put("/mode/imp", {"mode": "READWRITE"}).status == 200
+    fresh = client.post("/subjects/b/versions", {"schema": '"long"'}).json()["id"]
+    assert fresh > gone, "a hard-deleted id must never name another schema"
+
+
+# ---- fan-out and quadratic validation ----------------------------------------------------------
+
+
+def test_a_reference_fan_out_resolves_each_version_once(client):
+    # 30 schemas per level, each referencing all 30 of the level below, 4 levels: 30^4 paths
+    # (810,000) but only 120 versions. Resolved per path this would not finish.
+    previous: list[tuple[str, str]] = []
+    for level in range(4):
+        current = []
+        for i in range(30):
+            name = f"L{level}N{i}"
+            fields = [{"name": f"f{j}", "type": ref} for j, (ref, _) in enumerate(previous)] or \
+                [{"name": "x", "type": "int"}]
+            refs = [{"name": ref, "subject": subject, "version": 1} for ref, subject in previous]
+            answer = client.post(f"/subjects/{name}/versions",
+                                 {"schema": record(name, *fields), "references": refs})
+            assert answer.status == 200, answer.body
+            current.append((name, name))
+        previous = current
+
+
+def test_an_enum_with_one_duplicate_among_many_names_the_duplicate(client):
+    symbols = [f"S{i}" for i in range(20000)] + ["S77"]
+    answer = client.post("/subjects/e/versions", {"schema": json.dumps(
+        {"type": "enum", "name": "E", "symbols": symbols})})
+    assert_refused(answer, 422, 42201)
+    assert "['S77']" in answer.json()["message"]
+
+
+def test_a_large_union_checked_against_a_large_union(client):
+    branches = [{"type": "fixed", "name": f"F{i}", "size": 1} for i in range(3000)]
+    assert client.post("/subjects/u/versions", {"schema": json.dumps(["null"] + branches)}).status == 200
+    wider = client.post("/subjects/u/versions", {"schema": json.dumps(["null", "string"] + branches)})
+    assert wider.status == 200, "adding a branch is backward compatible"
+    narrower = client.post("/compatibility/subjects/u/versions/latest",
+                           {"schema": json.dumps(["null"] + branches[1:])})
+    assert narrower.json() == {"is_compatible": False}, "a writer branch the reader lacks breaks it"
