@@ -42,7 +42,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from google.protobuf import descriptor_pb2
 
@@ -122,8 +122,16 @@ class Side(Protocol):
     @property
     def source_texts(self) -> Mapping[str, str]: ...
 
+    @property
+    def compat_tables(self) -> dict[str, _Table]:
+        """A cache this module fills with each message's `_Table` (a plain dict, so
+        concurrent checks at worst build a table twice)."""
+
 
 # --- Field kinds -------------------------------------------------------------------------
+
+_REQUIRED: Final = FieldProto.LABEL_REQUIRED
+_KINDS: Final[Mapping[int, str]] = {FieldProto.TYPE_MESSAGE: "MESSAGE", FieldProto.TYPE_GROUP: "GROUP"}
 
 _SCALAR_GROUPS: Final[Mapping[int, str]] = {
     FieldProto.TYPE_INT32: "GENERAL_NUMBER", FieldProto.TYPE_INT64: "GENERAL_NUMBER",
@@ -137,22 +145,61 @@ _SCALAR_GROUPS: Final[Mapping[int, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Typed:
-    """A field's (or a map key's or value's) label and type, on one side."""
+class _Field(NamedTuple):
+    """What the rules look at in a field (or a map's key or value), read once from its
+    descriptor: plain attributes are much cheaper to compare than protobuf messages
+    (a NamedTuple, as it is also much cheaper to build than a frozen dataclass)."""
 
-    label: int | None  # FieldProto.LABEL_*, or None where no label applies
-    field: FieldProto
-    side: Side
+    number: int
+    name: str
+    kind: str  # SCALAR, MAP, MESSAGE or GROUP
+    scalar_group: str | None
+    label: int | None  # FieldProto.LABEL_*, None where no label applies
+    type_name: str  # full name without the leading dot; "" for scalars
+    key: _Field | None = None
+    value: _Field | None = None
 
-    def kind(self) -> str:
-        if self.side.symbols.map_entry(self.field) is not None:
-            return "MAP"
-        if self.field.type == FieldProto.TYPE_MESSAGE:
-            return "MESSAGE"
-        if self.field.type == FieldProto.TYPE_GROUP:
-            return "GROUP"
-        return "SCALAR"
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """A message's fields by number, the oneof of each member, each oneof's members.
+    The synthetic oneof of a proto3 `optional` field is not a oneof."""
+
+    by_tag: dict[int, _Field]
+    oneof_of: dict[int, str]
+    oneofs: dict[str, list[int]]
+
+
+def _field(proto: FieldProto, symbols: Symbols, label: int | None) -> _Field:
+    entry = symbols.map_entry(proto)
+    if entry is not None:
+        key, value = (_field(f, symbols, None) for f in entry.field[:2])
+        return _Field(proto.number, proto.name, "MAP", None, label, "", key, value)
+    field_type = proto.type
+    return _Field(proto.number, proto.name, _KINDS.get(field_type, "SCALAR"),
+                  _SCALAR_GROUPS.get(field_type), label, proto.type_name.lstrip("."))
+
+
+def _table(side: Side, name: str) -> _Table:
+    table = side.compat_tables.get(name)
+    if table is not None:
+        return table
+    message = side.symbols.messages[name]
+    by_tag: dict[int, _Field] = {}
+    oneof_of: dict[int, str] = {}
+    oneofs: dict[str, list[int]] = {}
+    for proto in message.field:
+        oneof = None
+        if proto.HasField("oneof_index") and not proto.proto3_optional:
+            oneof = message.oneof_decl[proto.oneof_index].name
+            oneof_of[proto.number] = oneof
+            oneofs.setdefault(oneof, []).append(proto.number)
+        # No label inside a oneof (none can be written there); elsewhere the field's
+        # label, proto3's implicit one counting as optional (see the module's notes).
+        by_tag[proto.number] = _field(proto, side.symbols, None if oneof else proto.label)
+    table = _Table(by_tag, oneof_of, oneofs)
+    side.compat_tables[name] = table
+    return table
 
 
 # --- The comparison -----------------------------------------------------------------------
@@ -219,17 +266,17 @@ class _Comparison:
             return []  # recursive type: this pair's own comparison reports its differences
         self.active.add(pair)
         try:
-            found = self._message(self.writer.symbols.messages[writer_name],
-                                  self.reader.symbols.messages[reader_name], path)
+            found = self._message(_table(self.writer, writer_name),
+                                  _table(self.reader, reader_name), path)
         finally:
             self.active.discard(pair)
         self.memo[pair] = found
         return found
 
-    def _message(self, old: MessageProto, new: MessageProto, path: list[str]) -> list[Difference]:
+    def _message(self, old: _Table, new: _Table, path: list[str]) -> list[Difference]:
         out: list[Difference] = []
-        old_by_tag, old_oneof_of, old_oneofs = _fields(old)
-        new_by_tag, new_oneof_of, new_oneofs = _fields(new)
+        old_by_tag, old_oneof_of, old_oneofs = old.by_tag, old.oneof_of, old.oneofs
+        new_by_tag, new_oneof_of, new_oneofs = new.by_tag, new.oneof_of, new.oneofs
 
         deleted_oneofs = {name for name, tags in old_oneofs.items()
                           if name not in new_oneofs and not any(t in new_by_tag for t in tags)}
@@ -262,7 +309,7 @@ class _Comparison:
                         out.append(Difference(DifferenceType.ONEOF_FIELD_REMOVED,
                                               _path(*path, old_oneof, str(tag))))
                 else:
-                    required = old_field.label == FieldProto.LABEL_REQUIRED
+                    required = old_field.label == _REQUIRED
                     out.append(Difference(DifferenceType.REQUIRED_FIELD_REMOVED if required
                                           else DifferenceType.FIELD_REMOVED, _path(*path, str(tag))))
             elif old_field is None:
@@ -270,7 +317,7 @@ class _Comparison:
                     out.append(Difference(DifferenceType.ONEOF_FIELD_ADDED,
                                           _path(*path, new_oneof, str(tag))))
                 else:
-                    required = new_field.label == FieldProto.LABEL_REQUIRED
+                    required = new_field.label == _REQUIRED
                     out.append(Difference(DifferenceType.REQUIRED_FIELD_ADDED if required
                                           else DifferenceType.FIELD_ADDED, _path(*path, str(tag))))
             else:
@@ -280,43 +327,37 @@ class _Comparison:
                 field_path = [*path, new_oneof, str(tag)] if new_oneof else [*path, str(tag)]
                 if old_field.name != new_field.name:
                     out.append(Difference(DifferenceType.FIELD_NAME_CHANGED, _path(*field_path)))
-                self.typed(_Typed(_label(old_field, old_oneof), old_field, self.writer),
-                           _Typed(_label(new_field, new_oneof), new_field, self.reader),
-                           field_path, out)
+                self.typed(old_field, new_field, field_path, out)
         return out
 
-    def typed(self, old: _Typed, new: _Typed, path: list[str], out: list[Difference]) -> None:
+    def typed(self, old: _Field, new: _Field, path: list[str], out: list[Difference]) -> None:
         """Confluent's compareLabelsAndTypes."""
-        old_kind, new_kind = old.kind(), new.kind()
-        if old_kind != new_kind:
+        if old.kind != new.kind:
             out.append(Difference(DifferenceType.FIELD_KIND_CHANGED, _path(*path)))
-        elif old_kind == "SCALAR":
-            old_group = _SCALAR_GROUPS[old.field.type]
-            if old_group != _SCALAR_GROUPS[new.field.type]:
+        elif old.kind == "SCALAR":
+            if old.scalar_group != new.scalar_group:
                 out.append(Difference(DifferenceType.FIELD_SCALAR_KIND_CHANGED, _path(*path)))
             elif old.label is not None and new.label is not None and old.label != new.label:
                 kind = (DifferenceType.FIELD_STRING_OR_BYTES_LABEL_CHANGED
-                        if old_group == "STRING_OR_BYTES" else DifferenceType.FIELD_NUMERIC_LABEL_CHANGED)
+                        if old.scalar_group == "STRING_OR_BYTES"
+                        else DifferenceType.FIELD_NUMERIC_LABEL_CHANGED)
                 out.append(Difference(kind, _path(*path)))
-        elif old_kind == "MAP":
-            old_entry = old.side.symbols.map_entry(old.field)
-            new_entry = new.side.symbols.map_entry(new.field)
-            assert old_entry is not None and new_entry is not None
-            for index in (0, 1):  # key, then value
-                self.typed(_Typed(None, old_entry.field[index], old.side),
-                           _Typed(None, new_entry.field[index], new.side), path, out)
+        elif old.kind == "MAP":
+            assert old.key and old.value and new.key and new.value
+            self.typed(old.key, new.key, path, out)
+            self.typed(old.value, new.value, path, out)
         else:
             self.named(old, new, path, out)
 
-    def named(self, old: _Typed, new: _Typed, path: list[str], out: list[Difference]) -> None:
+    def named(self, old: _Field, new: _Field, path: list[str], out: list[Difference]) -> None:
         """Confluent's compareMessageTypes: same name without package, compatible content."""
-        old_name, new_name = old.field.type_name.lstrip("."), new.field.type_name.lstrip(".")
-        old_local = _local(old_name, old.side.symbols.package_of.get(old_name, ""))
-        new_local = _local(new_name, new.side.symbols.package_of.get(new_name, ""))
+        old_name, new_name = old.type_name, new.type_name
+        old_local = _local(old_name, self.writer.symbols.package_of.get(old_name, ""))
+        new_local = _local(new_name, self.reader.symbols.package_of.get(new_name, ""))
         if old_local != new_local:
             out.append(Difference(DifferenceType.FIELD_NAMED_TYPE_CHANGED, _path(*path)))
             return
-        if _same_definition(old.side, new.side, old_name, new_name):
+        if _same_definition(self.writer, self.reader, old_name, new_name):
             return  # one referenced file on both sides (Confluent: same subject and version)
         found = self.message(old_name, new_name, old_local.split("."))
         out.extend(found)
@@ -349,27 +390,6 @@ def _declared(messages: Iterable[MessageProto], fields: Iterable[FieldProto]) ->
     that indexes count as Confluent counts them."""
     groups = {f.type_name.rsplit(".", 1)[-1] for f in fields if f.type == FieldProto.TYPE_GROUP}
     return [m for m in messages if not m.options.map_entry and m.name not in groups]
-
-
-def _fields(message: MessageProto) -> tuple[dict[int, FieldProto], dict[int, str], dict[str, list[int]]]:
-    """Fields by number, the oneof of each oneof member, and each oneof's member numbers.
-    The synthetic oneof of a proto3 `optional` field is not a oneof."""
-    by_tag: dict[int, FieldProto] = {}
-    oneof_of: dict[int, str] = {}
-    oneofs: dict[str, list[int]] = {}
-    for field in message.field:
-        by_tag[field.number] = field
-        if field.HasField("oneof_index") and not field.proto3_optional:
-            name = message.oneof_decl[field.oneof_index].name
-            oneof_of[field.number] = name
-            oneofs.setdefault(name, []).append(field.number)
-    return by_tag, oneof_of, oneofs
-
-
-def _label(field: FieldProto, oneof: str | None) -> int | None:
-    """The label compared for numeric fields: none inside a oneof (none can be written
-    there), else the field's label, proto3's implicit one counting as optional."""
-    return None if oneof is not None else field.label
 
 
 def _enum(old: EnumProto, new: EnumProto, path: list[str]) -> list[Difference]:

@@ -34,6 +34,7 @@ class ProtobufSchema:
     def __init__(self, compiled: CompiledSchema) -> None:
         self._compiled = compiled
         self.symbols = Symbols.of(compiled.files)
+        self.compat_tables: dict = {}  # filled by compatibility.py, per message
         self._sources = {file.name: Source(compiled.sources.get(file.name, ""), file.source_code_info)
                          for file in compiled.files}
         source = self._sources[self.main.name]

@@ -18,6 +18,10 @@ MessageProto = descriptor_pb2.DescriptorProto
 EnumProto = descriptor_pb2.EnumDescriptorProto
 FieldProto = descriptor_pb2.FieldDescriptorProto
 
+# Read once: class attributes of generated protobuf classes are slow to look up.
+_TYPE_MESSAGE = FieldProto.TYPE_MESSAGE
+_LABEL_REPEATED = FieldProto.LABEL_REPEATED
+
 
 @dataclass(frozen=True)
 class Symbols:
@@ -73,7 +77,7 @@ class Symbols:
 
     def map_entry(self, field: FieldProto) -> MessageProto | None:
         """The synthetic entry message if `field` is a map field, else None."""
-        if field.type != FieldProto.TYPE_MESSAGE or field.label != FieldProto.LABEL_REPEATED:
+        if field.type != _TYPE_MESSAGE or field.label != _LABEL_REPEATED:
             return None
         entry = self.messages.get(field.type_name.lstrip("."))
         if entry is not None and entry.options.map_entry:
