@@ -7,7 +7,10 @@ Directions: BACKWARD asks whether the new schema reads data written with the old
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+
+import dataclasses
+from dataclasses import dataclass
 
 import pytest
 from google.protobuf import descriptor, descriptor_pool, message_factory
@@ -35,8 +38,8 @@ class Row:
     """Same for FORWARD."""
     message: str = "p.M"
     """The message the runtime cross-check writes and reads."""
-    old_refs: dict[str, str] = field(default_factory=dict)
-    new_refs: dict[str, str] = field(default_factory=dict)
+    old_refs: dict[str, str] = dataclasses.field(default_factory=dict)
+    new_refs: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 OK: set[str] = set()
@@ -305,10 +308,10 @@ def canonical_value(value):
     """A value comparable across wire-compatible types: bytes for strings, numbers as
     floats, messages as {number: value}, the last element standing for a list."""
     if isinstance(value, Message):
-        return {field.number: canonical_value(v) for field, v in value.ListFields()}
-    if hasattr(value, "items") and not isinstance(value, dict):
+        return {f.number: canonical_value(v) for f, v in value.ListFields()}
+    if isinstance(value, Mapping):  # a map field
         return {canonical_value(k): canonical_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) or (hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict))):
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):  # a repeated field
         items = list(value)
         return canonical_value(items[-1]) if items else None
     if isinstance(value, str):
