@@ -36,6 +36,8 @@ DEFAULTS: dict[str, str] = {
     "leader.election.session.timeout.ms": "10000",
     "embedded.store.path": "./data",
     "max.request.bytes": str(16 * 1024 * 1024),
+    "max.inflight.request.bytes": str(64 * 1024 * 1024),
+    "request.body.timeout.ms": "30000",
     "server.threads": "8",
 }
 
@@ -93,6 +95,14 @@ class Settings:
     @property
     def max_request_bytes(self) -> int:
         return self._positive_int("max.request.bytes")
+
+    @property
+    def max_inflight_request_bytes(self) -> int:
+        return self._positive_int("max.inflight.request.bytes")
+
+    @property
+    def request_body_timeout_seconds(self) -> float:
+        return self._positive_int("request.body.timeout.ms") / 1000.0
 
     @property
     def server_threads(self) -> int:
@@ -168,7 +178,8 @@ def load_settings(path: str | None = None, environ: Mapping[str, str] | None = N
     settings = Settings(properties)
     # Fail at start-up, not on the first request.
     _ = (settings.listener, settings.compatibility_level, settings.mode, settings.store_timeout_seconds,
-         settings.max_request_bytes, settings.server_threads, settings.election_backend,
+         settings.max_request_bytes, settings.max_inflight_request_bytes,
+         settings.request_body_timeout_seconds, settings.server_threads, settings.election_backend,
          settings.election_session_timeout_ms)
     return settings
 

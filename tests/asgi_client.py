@@ -44,7 +44,10 @@ class AsgiClient:
         self.app = app
 
     def request(self, method: str, target: str, body: bytes | str | dict | None = None,
-                headers: dict[str, str] | None = None, chunks: list[bytes] | None = None) -> Answer:
+                headers: dict[str, str] | None = None, chunks: list[bytes] | None = None,
+                more_after_last: bool = False) -> Answer:
+        """One request. `chunks` sends the body in pieces; `more_after_last` says more
+        would follow the last one, which never comes (a body that stops arriving)."""
         if isinstance(body, dict):
             body = json.dumps(body)
         if isinstance(body, str):
@@ -54,7 +57,7 @@ class AsgiClient:
         sent = dict(headers or {})
         if body is not None and not any(k.lower() == "content-type" for k in sent):
             sent["Content-Type"] = CONTENT_TYPE
-        messages = ([{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+        messages = ([{"type": "http.request", "body": c, "more_body": more_after_last or i < len(chunks) - 1}
                      for i, c in enumerate(chunks)] if chunks is not None
                     else [{"type": "http.request", "body": body or b"", "more_body": False}])
         scope = {

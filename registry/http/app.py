@@ -19,7 +19,7 @@ from werkzeug.routing import BaseConverter
 from urllib.parse import quote, unquote
 
 from registry import errors
-from registry.http.asgi import AsgiBridge
+from registry.http.asgi import AsgiBridge, Limits
 from registry.http.bodies import error_response, json_response
 from registry.http.context import NODE_EXTENSION, node
 from registry.http.fast_path import SchemaByIdFastPath
@@ -59,8 +59,10 @@ def build_asgi(node_: Node) -> AsgiBridge:
     forwarder = Forwarder(settings.store_timeout_seconds)
     app = create_app(node_, forwarder)
     fast_path = SchemaByIdFastPath(node_.service, node_.writer.caught_up)
-    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, settings.max_request_bytes,
-                      on_close=forwarder.close)
+    limits = Limits(max_request_bytes=settings.max_request_bytes,
+                    max_inflight_bytes=settings.max_inflight_request_bytes,
+                    body_timeout=settings.request_body_timeout_seconds)
+    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=forwarder.close)
 
 
 def create_app(node_: Node, forwarder: Forwarder) -> Flask:
@@ -71,6 +73,7 @@ def create_app(node_: Node, forwarder: Forwarder) -> Flask:
     app.extensions[NODE_EXTENSION] = node_
     app.url_map.converters["subject"] = SubjectConverter
     app.url_map.strict_slashes = False
+    app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
 

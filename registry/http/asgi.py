@@ -25,6 +25,7 @@ import orjson
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from registry.http.bodies import CONTENT_TYPE
 from registry.http.fast_path import SchemaByIdFastPath
@@ -37,15 +38,35 @@ _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
 _BODY_FRAMING = frozenset({"CONTENT_LENGTH", "TRANSFER_ENCODING"})
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one request may cost before it reaches the app; each refusal is a 4xx/5xx
+    with Confluent's error body (`_Refused`)."""
+
+    max_request_bytes: int = 16 * 1024 * 1024  # one body (413)
+    max_inflight_bytes: int = 64 * 1024 * 1024  # all bodies being read or served at once (503)
+    body_timeout: float = 30.0  # seconds a body may take to arrive (408)
+    max_target_bytes: int = 64 * 1024  # the request target: path and query (414)
+    max_header_bytes: int = 64 * 1024  # all header names and values together (431)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 class AsgiBridge:
-    """An ASGI app serving `wsgi_app` with `threads` worker threads."""
+    """An ASGI app serving `wsgi_app` with `threads` worker threads, within `limits`."""
 
     def __init__(self, wsgi_app: Any, fast_path: SchemaByIdFastPath, threads: int,
-                 max_request_bytes: int, on_close: Callable[[], None] = lambda: None) -> None:
+                 limits: Limits = Limits(), on_close: Callable[[], None] = lambda: None) -> None:
         self._wsgi_app = wsgi_app
         self._fast_path = fast_path
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
-        self._max_request_bytes = max_request_bytes
+        self._limits = limits
+        self._inflight = 0  # body bytes held by requests under way (event loop only)
         self._on_close = on_close
 
     def close(self) -> None:
@@ -56,18 +77,35 @@ class AsgiBridge:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        held = [0]
+        try:
+            await self._serve(scope, receive, send, held)
+        except _Refused as refused:
+            await _send_error(send, refused.status, refused.message)
+        finally:
+            self._inflight -= held[0]
+
+    async def _serve(self, scope: dict[str, Any], receive: Any, send: Any, held: list[int]) -> None:
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+        query: bytes = scope["query_string"]
+        if len(raw_path) + len(query) > self._limits.max_target_bytes:
+            raise _Refused(414, f"The request target is longer than {self._limits.max_target_bytes} bytes")
+        if sum(len(n) + len(v) for n, v in scope["headers"]) > self._limits.max_header_bytes:
+            raise _Refused(431, f"The request headers are larger than {self._limits.max_header_bytes} bytes")
         path = origin_form(raw_path.decode("latin-1"))
-        body = self._fast_path.answer(scope["method"], path, scope["query_string"])
+        if not path.startswith("/"):
+            raise _Refused(400, "The request target must be a path starting with /")
+        if path.startswith("//"):
+            # An empty first segment names no route; Werkzeug would strip it and serve
+            # the path without it, so refuse it here.
+            raise _Refused(404, "HTTP 404 Not Found")
+        body = self._fast_path.answer(scope["method"], path, query)
         if body is not None:
             await send({"type": "http.response.start", "status": 200,
                         "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
             return
-        request_body = await self._read_body(scope, receive)
-        if request_body is None:
-            await self._too_large(send)
-            return
+        request_body = await self._read_body(scope, receive, held)
         environ = self._environ(scope, path, request_body)
         if scope["method"] in _NEVER_BLOCK:
             # Reads only look at the in-memory cache and never wait on the log, so they
@@ -79,32 +117,35 @@ class AsgiBridge:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": response_body})
 
-    async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes | None:
-        """The whole request body, or None when it is larger than allowed."""
+    async def _read_body(self, scope: dict[str, Any], receive: Any, held: list[int]) -> bytes:
+        """The whole request body. Raises _Refused when it is larger than allowed, when
+        all bodies in flight would exceed their budget, or when it stops arriving."""
+        limits = self._limits
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self._max_request_bytes:
-                return None
+            if name == b"content-length" and value.isdigit() and int(value) > limits.max_request_bytes:
+                raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes")
         chunks: list[bytes] = []
-        size = 0
+        deadline = asyncio.get_running_loop().time() + limits.body_timeout
         while True:
-            message = await receive()
+            remaining = deadline - asyncio.get_running_loop().time()
+            try:
+                message = await asyncio.wait_for(receive(), max(remaining, 0))
+            except asyncio.TimeoutError:
+                raise _Refused(408, f"The request body did not arrive within {limits.body_timeout:g} s") from None
             if message["type"] != "http.request":
                 break
             chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_request_bytes:
-                return None
-            chunks.append(chunk)
+            if chunk:
+                if held[0] + len(chunk) > limits.max_request_bytes:
+                    raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes")
+                if self._inflight + len(chunk) > limits.max_inflight_bytes:
+                    raise _Refused(503, "Too many request bodies in flight; retry shortly")
+                self._inflight += len(chunk)
+                held[0] += len(chunk)
+                chunks.append(chunk)
             if not message.get("more_body"):
                 break
         return b"".join(chunks)
-
-    async def _too_large(self, send: Any) -> None:
-        body = orjson.dumps({"error_code": 413, "message":
-                             f"Request body larger than the limit of {self._max_request_bytes} bytes"})
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
 
     @staticmethod
     def _environ(scope: dict[str, Any], path: str, body: bytes) -> dict[str, Any]:
@@ -177,3 +218,10 @@ def origin_form(target: str) -> str:
         return target
     rest = target[match.end():]
     return rest if rest.startswith("/") else "/" + rest
+
+
+async def _send_error(send: Any, status: int, message: str) -> None:
+    body = orjson.dumps({"error_code": status, "message": message})
+    await send({"type": "http.response.start", "status": status,
+                "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

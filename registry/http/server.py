@@ -17,11 +17,15 @@ fork. Two details make the pair behave like one process:
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from granian.http import HTTP1Settings
 
 from registry.http.app import build_asgi
 from registry.node import build_node
@@ -42,11 +46,46 @@ def _die_with_parent() -> None:
         log.warning("cannot tie the worker's life to the supervisor on this platform")
 
 
-def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: int) -> None:
-    """Serve until SIGTERM or SIGINT. Blocks.
+class AddressInUse(OSError):
+    """Another process listens on the port already."""
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise AddressInUse if another process listens on (host, port).
+
+    Granian's workers bind with SO_REUSEPORT, so a second registry started on a busy
+    port would silently share it and the kernel would split requests between two
+    stores. A plain bind fails where a listener exists (SO_REUSEADDR only lets us past
+    connections left in TIME_WAIT), as Confluent's server fails.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise AddressInUse(exc.errno, f"{host}:{port}: address already in use") from None
+            raise
+
+
+# Granian's own log lines (a worker that died, a respawn) go through ours.
+_GRANIAN_LOGGING = {
+    "handlers": {},
+    "loggers": {
+        "_granian": {"level": "WARNING", "propagate": True, "handlers": []},
+        "granian.access": {"level": "CRITICAL", "propagate": False, "handlers": []},
+    },
+}
+
+
+def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: int) -> int:
+    """Serve until SIGTERM or SIGINT; returns the exit code. Blocks.
 
     `build` runs in the worker process and returns the ASGI app and a `close` function
-    called when the worker stops.
+    called when the worker stops. A worker that dies (killed, out of memory) is logged
+    and started again, rebuilding the node from the log; one that keeps dying makes
+    the registry exit with code 1 and says why.
     """
     from granian.constants import Interfaces
     from granian.server import Server
@@ -75,19 +114,36 @@ def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: 
         interface=Interfaces.ASGINL,
         workers=1,
         backlog=2048,
-        log_enabled=False,
+        log_enabled=True,
+        log_dictconfig=_GRANIAN_LOGGING,
+        respawn_failed_workers=True,
+        # Large enough that an over-long target or oversized headers reach the bridge,
+        # which refuses them with Confluent's error body (414, 431).
+        http1_settings=HTTP1Settings(max_buffer_size=_HTTP_BUFFER_BYTES),
     )
     server.serve(spawn_target=worker, target_loader=load)
+    if server.interrupt_children and not server.interrupt_signal:
+        log.error("the serving worker died again within seconds of being restarted; exiting")
+        return 1
+    return 0
+
+
+_HTTP_BUFFER_BYTES = 1024 * 1024
 
 
 def run(settings: Settings) -> int:
     """Serve the node `settings` describe until a signal, then shut down cleanly.
     Blocks. Returns the exit code."""
     _, host, port = settings.listener
+    try:
+        check_port_free(host, port)
+    except OSError as exc:
+        log.error("cannot listen on %s:%d: %s", host, port, exc.strerror or exc)
+        return 1
     log.info("serving on http://%s:%d", host, port)
-    serve(lambda: build(settings), host, port)
+    code = serve(lambda: build(settings), host, port)
     log.info("stopped")
-    return 0
+    return code
 
 
 def build(settings: Settings) -> tuple[App, Callable[[], None]]:

@@ -225,3 +225,74 @@ def test_a_large_union_checked_against_a_large_union(client):
     narrower = client.post("/compatibility/subjects/u/versions/latest",
                            {"schema": json.dumps(["null"] + branches[1:])})
     assert narrower.json() == {"is_compatible": False}, "a writer branch the reader lacks breaks it"
+
+
+# ---- HTTP-level limits ----------------------------------------------------------------------
+
+
+def test_a_body_that_stops_arriving_is_dropped_with_408():
+    with NodeClient(**{"request.body.timeout.ms": "300"}) as client:
+        before = end(client)
+        # One chunk says more is coming; nothing more ever comes (the client's receive blocks).
+        answer = client.request("POST", "/subjects/slow/versions", headers={"Content-Length": "1000"},
+                                chunks=[b'{"schema":', b'"more"'], more_after_last=True)
+        assert_refused(answer, 408, 408)
+        assert end(client) == before
+
+
+def test_bodies_in_flight_share_a_memory_budget():
+    import asyncio
+
+    with NodeClient(**{"max.inflight.request.bytes": "100000", "max.request.bytes": "80000"}) as client:
+        sent: dict[int, dict] = {}
+
+        def receiver(first: bytes, rest: bytes, release: asyncio.Event):
+            messages = [first]
+
+            async def receive():
+                if messages:
+                    return {"type": "http.request", "body": messages.pop(), "more_body": True}
+                await release.wait()
+                return {"type": "http.request", "body": rest, "more_body": False}
+            return receive
+
+        def sender(key: int):
+            async def send(message):
+                if message["type"] == "http.response.start":
+                    sent[key] = {"status": message["status"]}
+                elif message["type"] == "http.response.body":
+                    sent[key]["body"] = message.get("body", b"")
+            return send
+
+        def scope():
+            return {"type": "http", "method": "POST", "path": "/subjects/s/versions",
+                    "raw_path": b"/subjects/s/versions", "query_string": b"", "http_version": "1.1",
+                    "headers": [(b"content-type", b"application/json")]}
+
+        async def both():
+            release = asyncio.Event()
+            first = asyncio.create_task(client.app(scope(), receiver(b"x" * 60000, b"", release), sender(1)))
+            await asyncio.sleep(0.05)  # the first body holds 60,000 bytes of the budget now
+            await client.app(scope(), receiver(b"y" * 60000, b"", asyncio.Event()), sender(2))
+            release.set()
+            await first
+
+        asyncio.run(both())
+        assert sent[2]["status"] == 503, "a second body that would exceed the in-flight budget is refused"
+        assert json.loads(sent[2]["body"])["error_code"] == 503
+        assert sent[1]["status"] == 400, "the first (malformed JSON) body was read and answered as usual"
+
+
+@pytest.mark.parametrize("target,status", [
+    ("/subjects/" + "a" * 70000, 414),
+    ("subjects", 400),
+    ("//subjects", 404),
+    ("/config//x", 404),
+    ("/mode/a//b/mode", 404),
+])
+def test_odd_request_targets_get_confluent_errors(client, target, status):
+    assert_refused(client.get(target), status, status)
+
+
+def test_oversized_headers_are_431(client):
+    assert_refused(client.get("/subjects", headers={"X-Big": "a" * 70000}), 431, 431)
