@@ -45,7 +45,7 @@ import re2
 from registry.schema_types.json_schema.model import Criterion, Kind, Node, Number
 
 MAX_PAIR_DEPTH: Final = 48
-MAX_DIFFERENCES: Final = 50
+MAX_DIFFERENCES: Final = 20
 
 
 class Change(enum.Enum):
@@ -214,6 +214,10 @@ COMPATIBLE_CHANGES: Final = frozenset({
     C.COMBINED_TYPE_EXTENDED, C.PRODUCT_TYPE_NARROWED, C.SUM_TYPE_EXTENDED, C.NOT_TYPE_NARROWED,
 })
 
+for _change in Change:
+    # An attribute lookup is much cheaper than hashing an Enum member on the hot path.
+    _change.breaks = _change not in COMPATIBLE_CHANGES  # type: ignore[attr-defined]
+
 # Why each incompatible change breaks reading: the writer is the schema data was
 # written with, the reader the one reading it.
 _REASONS: Final[dict[Change, str]] = {
@@ -333,14 +337,17 @@ def _under(prefix: str, diffs: _Diffs) -> _Diffs:
 
 
 def _incompatible(diffs: Iterable[tuple[Change, str]]) -> bool:
-    return any(change not in COMPATIBLE_CHANGES for change, _ in diffs)
+    for change, _ in diffs:
+        if change.breaks:  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _capped(diffs: _Diffs) -> _Diffs:
     if len(diffs) <= MAX_DIFFERENCES:
         return diffs
-    worse = [d for d in diffs if d[0] not in COMPATIBLE_CHANGES]
-    better = [d for d in diffs if d[0] in COMPATIBLE_CHANGES]
+    worse = [d for d in diffs if d[0].breaks]  # type: ignore[attr-defined]
+    better = [d for d in diffs if not d[0].breaks]  # type: ignore[attr-defined]
     return (worse + better)[:MAX_DIFFERENCES]
 
 
@@ -628,8 +635,10 @@ class _Comparison:
     def augment(start: int, n_updates: int, edge: Callable[[int, int], bool],
                 match_o: dict[int, int], match_u: dict[int, int]) -> bool:
         """Iterative depth-first search for an augmenting path from original `start`."""
-        # Free updates first: a direct match is the common case.
-        candidates = ([j for j in range(n_updates) if j not in match_u]
+        # The update at the same position first, then free updates, then taken ones: a
+        # subschema usually keeps its place, and a direct match is the common case.
+        same = [start] if start < n_updates and start not in match_u else []
+        candidates = (same + [j for j in range(n_updates) if j not in match_u and j != start]
                       + [j for j in range(n_updates) if j in match_u])
         visited: set[int] = set()
         frames: list[list[int]] = [[start, 0]]  # [original, next candidate position]

@@ -88,6 +88,7 @@ class Resolver:
                  root_draft: Draft) -> None:
         self._resources: dict[str, _Resource] = {}
         self._anchors: dict[tuple[str, str], _Resource] = {}
+        self._resolved: dict[tuple[str, str], Target] = {}
         self.root_base = DEFAULT_BASE
         if isinstance(root, dict):
             declared = root.get(root_draft.id_keyword)
@@ -153,6 +154,14 @@ class Resolver:
 
         Raises InvalidSchema (naming `where`) if it names nothing known; never fetches.
         """
+        key = (ref, base)
+        known = self._resolved.get(key)
+        if known is None:
+            known = self._resolve(ref, base, where)
+            self._resolved[key] = known  # the same $ref is often written many times
+        return known
+
+    def _resolve(self, ref: str, base: str, where: str) -> Target:
         target = join(base, ref)
         uri, fragment = urldefrag(target)
         resource = self._resources.get(uri) or self._resources.get(_strip(ref))
