@@ -595,7 +595,9 @@ class _Comparison:
         matched = self.matching(originals, updates)
         prefix = o.criterion.value
         for index, partner in sorted(matched.items()):
-            diffs += _under(f"{prefix}/{index}", self.compare(originals[index], updates[partner]))
+            first, second = originals[index], updates[partner]
+            if first.fingerprint is None or first.fingerprint != second.fingerprint:
+                diffs += _under(f"{prefix}/{index}", self.compare(first, second))
         if len(matched) < min(len(originals), len(updates)):
             diffs.append((C.COMBINED_TYPE_SUBSCHEMAS_CHANGED, ""))
 
