@@ -25,8 +25,10 @@ class ParsedSchema(Protocol):
     def canonical(self) -> str:
         """The text the registry stores and returns.
 
-        Reformatting a schema (whitespace, JSON key order) must not change it, so
-        that re-registering reformatted text dedupes to the same id.
+        Reformatting a schema (whitespace) must not change it, so that re-registering
+        reformatted text dedupes to the same id. Whether key order counts follows
+        Confluent's type: Avro's canonical form ignores it, JSON Schema's keeps it (as
+        Confluent stores the schema), and `normalized()` ignores it for every type.
         """
 
     def normalized(self) -> str:

@@ -28,16 +28,33 @@ from registry.schema_types.base import InvalidSchema
 MAX_DEPTH: Final = 128
 """Nested JSON arrays and objects a schema document may have (real schemas use < 20)."""
 
+MAX_NUMBER_LENGTH: Final = 1000
+"""Longest number literal accepted, as Jackson's default `maxNumberLength`; also keeps
+Python's conversion of a huge literal (quadratic in its length) cheap."""
+
 JsonValue = Any
 
 
-def _reject_constant(token: str) -> JsonValue:
-    # Python's json accepts NaN and Infinity; JSON (and Jackson) do not.
+def reject_constant(token: str) -> JsonValue:
+    """For `json.loads(parse_constant=...)`: Python accepts NaN and Infinity; JSON
+    (and Jackson) do not."""
     raise ValueError(f"{token} is not valid JSON")
 
 
+def bounded_number(token: str) -> str:
+    """`token`, if it is no longer than MAX_NUMBER_LENGTH; else ValueError."""
+    if len(token) > MAX_NUMBER_LENGTH:
+        raise ValueError(f"a number longer than {MAX_NUMBER_LENGTH} characters")
+    return token
+
+
+def parse_bounded_int(token: str) -> int:
+    """For `json.loads(parse_int=...)`."""
+    return int(bounded_number(token))
+
+
 def _finite(token: str) -> float:
-    value = float(token)
+    value = float(bounded_number(token))
     if not math.isfinite(value):
         raise ValueError(f"the number {token} is out of range")
     return value
@@ -47,7 +64,8 @@ def load_json(text: str, what: str) -> JsonValue:
     """Decode `text`, raising InvalidSchema (naming `what`) if it is not a storable JSON
     document within the limits above."""
     try:
-        document = json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+        document = json.loads(text, parse_constant=reject_constant, parse_int=parse_bounded_int,
+                              parse_float=_finite)
     except RecursionError:
         raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels") from None
     except (ValueError, TypeError) as error:

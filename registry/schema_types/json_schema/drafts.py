@@ -23,7 +23,7 @@ from jsonschema import validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from registry.schema_types.json_schema.json_text import JsonValue, json_key
+from registry.schema_types.json_schema.jackson_text import JsonValue, json_key
 
 
 class Draft(enum.Enum):

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from registry.schema_types.base import InvalidSchema
 from registry.schema_types.json_schema.drafts import OFFLINE_REGISTRY, Draft, draft_of
-from registry.schema_types.json_schema.json_text import JsonValue
+from registry.schema_types.json_schema.jackson_text import JsonValue
 
 DEFAULT_BASE: Final = "mem://input"
 """The base URI of a schema without `$id`, as in Confluent."""

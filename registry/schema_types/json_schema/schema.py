@@ -6,7 +6,7 @@
     schema.validator().is_valid({"id": 1})
 
 Parsing a new schema (the default, strict): the text must be JSON within the limits of
-`json_text.load_json`, an object or a boolean, nested at most MAX_SCHEMA_DEPTH sub-schemas
+`jackson_text.load_json`, an object or a boolean, nested at most MAX_SCHEMA_DEPTH sub-schemas
 deep, valid against its draft's meta-schema (`$schema` picks the draft; draft 7 when
 absent or unknown, as Confluent), and every `$ref` must resolve against the schema, its
 references or the bundled meta-schemas (never the network). With `lenient=True`, for
@@ -40,7 +40,7 @@ from registry.schema_types.json_schema.drafts import (
     draft_of,
     meta_schema_errors,
 )
-from registry.schema_types.json_schema.json_text import (
+from registry.schema_types.json_schema.jackson_text import (
     JsonValue,
     compact,
     load_json,

@@ -20,32 +20,24 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Final
 
 from registry.schema_types.base import InvalidSchema
+from registry.schema_types.json_text import (
+    MAX_DEPTH,
+    bounded_number,
+    check_document,
+    parse_bounded_int,
+    reject_constant,
+)
 
 JsonValue = Any
 """What `load_json` returns: dict, list, str, int, Decimal, bool or None."""
 
-MAX_JSON_DEPTH: Final = 128
-"""Deepest nesting of JSON arrays and objects accepted anywhere in a schema."""
-
-MAX_NUMBER_LENGTH: Final = 1000
-"""Longest number literal accepted; Jackson's default `maxNumberLength` is also 1000."""
-
-
-def _reject_constant(token: str) -> JsonValue:
-    # Python's json accepts NaN and Infinity; JSON does not.
-    raise ValueError(f"{token} is not valid JSON")
-
-
-def _parse_int(token: str) -> int:
-    if len(token) > MAX_NUMBER_LENGTH:
-        raise ValueError(f"a number longer than {MAX_NUMBER_LENGTH} characters")
-    return int(token)
+MAX_JSON_DEPTH: Final = MAX_DEPTH
+"""Deepest nesting of JSON arrays and objects accepted anywhere in a schema (shared)."""
 
 
 def _parse_float(token: str) -> Decimal:
-    if len(token) > MAX_NUMBER_LENGTH:
-        raise ValueError(f"a number longer than {MAX_NUMBER_LENGTH} characters")
-    return Decimal(token)
+    # Exact, as Jackson's BigDecimal: `1e2` stays 1E+2 and `1.50` stays 1.50.
+    return Decimal(bounded_number(token))
 
 
 def load_json(text: str, what: str) -> JsonValue:
@@ -58,40 +50,14 @@ def load_json(text: str, what: str) -> JsonValue:
     if not isinstance(text, str):
         raise InvalidSchema(f"{what} must be a string")
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int,
+        value = json.loads(text, parse_constant=reject_constant, parse_int=parse_bounded_int,
                            parse_float=_parse_float)
     except RecursionError:
         raise InvalidSchema(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (ValueError, TypeError) as error:
         raise InvalidSchema(f"{what} is not valid JSON: {error}") from None
-    _check_tree(value, what)
+    check_document(value, what)
     return value
-
-
-def _check_tree(root: JsonValue, what: str) -> None:
-    """Depth and string checks, iteratively (a recursive walk could exhaust the stack)."""
-    stack: list[tuple[JsonValue, int]] = [(root, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, str):
-            _check_string(value, what)
-        elif isinstance(value, (dict, list)):
-            if depth >= MAX_JSON_DEPTH:
-                raise InvalidSchema(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep")
-            if isinstance(value, dict):
-                for key, item in value.items():
-                    _check_string(key, what)
-                    stack.append((item, depth + 1))
-            else:
-                stack.extend((item, depth + 1) for item in value)
-
-
-def _check_string(value: str, what: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidSchema(f"{what} contains a lone UTF-16 surrogate (\\ud800-\\udfff), "
-                            f"which is not valid Unicode text") from None
 
 
 # Python writes control characters as \u001f; Jackson writes \u001F. Only an escape
