@@ -46,7 +46,9 @@ class Limits:
     max_request_bytes: int = 16 * 1024 * 1024  # one body (413)
     max_inflight_bytes: int = 64 * 1024 * 1024  # all bodies being read or served at once (503)
     body_timeout: float = 30.0  # seconds a body may take to arrive (408)
-    max_target_bytes: int = 64 * 1024  # the request target: path and query (414)
+    # The request target, path and query (414). The HTTP parser itself answers 414 with
+    # no body past 64 KiB; below that this limit answers first, with Confluent's body.
+    max_target_bytes: int = 16 * 1024
     max_header_bytes: int = 64 * 1024  # all header names and values together (431)
 
 
