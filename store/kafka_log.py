@@ -53,7 +53,7 @@ from confluent_kafka.admin import AdminClient
 
 from store.kafka_config import KafkaLogConfig
 from store.kafka_topic import ensure_topic
-from store.log import LogBatch, LogConflict, LogMisconfigured, LogUnavailable
+from store.log import LogBatch, LogConflict, LogMisconfigured, LogUnavailable, RecordTooLarge
 from store.records import LogRecord
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,8 @@ _POLL_SLICE = 0.1
 # After a broker restart, reconnect within a second, not librdkafka's default 10 s.
 _RECONNECT = {"reconnect.backoff.ms": "100", "reconnect.backoff.max.ms": "1000"}
 _PARTITION = 0
+_LIBRDKAFKA_MESSAGE_MAX_BYTES = 1_000_000  # librdkafka's default message.max.bytes
+_FRAMING_BYTES = 512  # record batch header, record overhead and our two headers, with room
 
 
 def encode_expected_offset(offset: int) -> bytes:
@@ -99,7 +101,15 @@ class KafkaLog:
         # librdkafka's own log lines go to Python logging, not raw to stderr.
         base = {**_RECONNECT, **config.client, "logger": logging.getLogger("librdkafka")}
         # Only start-up needs the admin client; dropping it closes its connections.
-        self.cluster_id = ensure_topic(_client(AdminClient, base), config)
+        facts = ensure_topic(_client(AdminClient, base), config)
+        self.cluster_id = facts.cluster_id
+        # A record Kafka would refuse must be refused before the append (a clear 42209,
+        # not a failed produce): the smaller of the topic's and the producer's limits,
+        # less room for the batch and record framing and our headers.
+        limits = [int(config.client.get("message.max.bytes", _LIBRDKAFKA_MESSAGE_MAX_BYTES))]
+        if facts.max_message_bytes is not None:
+            limits.append(facts.max_message_bytes)
+        self.max_record_bytes: int | None = min(limits) - _FRAMING_BYTES
         self._producer_config = {
             **base,
             "acks": "all",
@@ -163,6 +173,8 @@ class KafkaLog:
         except BufferError:
             raise LogUnavailable("the Kafka producer's queue is full") from None
         except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                raise RecordTooLarge(f"Kafka refused the record as too large: {exc.args[0].str()}") from None
             raise LogUnavailable(f"Kafka refused the write: {exc.args[0].str()}") from None
         # message.timeout.ms fails the record first; this margin only guards a lost callback.
         deadline = time.monotonic() + self._timeout + 2.0
@@ -173,6 +185,8 @@ class KafkaLog:
             producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
         err, offset = outcome[0]
         if err is not None:
+            if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
+                raise RecordTooLarge(f"Kafka refused the record as too large: {err.str()}")
             if err.fatal():
                 self._renew_producer(producer)
             raise LogUnavailable(f"Kafka did not acknowledge the write: {err.str()}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
@@ -19,9 +20,18 @@ from store.log import LogMisconfigured, LogUnavailable
 log = logging.getLogger(__name__)
 
 
-def ensure_topic(admin: AdminClient, config: KafkaLogConfig) -> str:
+@dataclass(frozen=True)
+class TopicFacts:
+    """What start-up learned of the topic and its cluster."""
+
+    cluster_id: str
+    # The topic's `max.message.bytes` (a record batch must fit); None when not read.
+    max_message_bytes: int | None
+
+
+def ensure_topic(admin: AdminClient, config: KafkaLogConfig) -> TopicFacts:
     """Create the topic if absent, check that it can serve as the log, and return the
-    Kafka cluster id.
+    Kafka cluster id and the topic's size limit.
 
     Blocks for a few round trips, up to `config.init_timeout` while Kafka cannot be
     reached. Raises LogUnavailable (Kafka unreachable) or LogMisconfigured (a topic
@@ -30,7 +40,7 @@ def ensure_topic(admin: AdminClient, config: KafkaLogConfig) -> str:
     deadline = time.monotonic() + config.init_timeout
     cluster_id, brokers = _describe_cluster(admin, config, deadline)
     if config.skip_validation:
-        return cluster_id  # Confluent's escape hatch for clusters that deny DescribeConfigs
+        return TopicFacts(cluster_id, None)  # Confluent's escape hatch for clusters that deny DescribeConfigs
     partitions = _partitions(admin, config.topic, deadline)
     created = partitions is None
     if created:
@@ -45,12 +55,14 @@ def ensure_topic(admin: AdminClient, config: KafkaLogConfig) -> str:
         log.warning("The replication factor of the schema topic %s is %d, less than the desired %d. "
                     "In production, add brokers and increase the topic's replication factor.",
                     config.topic, replicas, config.replication_factor)
-    policy = _cleanup_policy(admin, config.topic, deadline)
+    topic_config = _topic_config(admin, config.topic, deadline)
+    policy = topic_config.get("cleanup.policy", "")
     if policy != "compact":
         raise LogMisconfigured(
             f"The retention policy of the schema topic {config.topic} is incorrect: cleanup.policy is "
             f"{policy!r}, it must be 'compact', or Kafka deletes schemas once they expire")
-    return cluster_id
+    max_bytes = topic_config.get("max.message.bytes", "")
+    return TopicFacts(cluster_id, int(max_bytes) if max_bytes.isdigit() else None)
 
 
 def _remaining(deadline: float) -> float:
@@ -120,7 +132,7 @@ def _wait_for_topic(admin: AdminClient, topic: str, deadline: float) -> list:
         time.sleep(0.1)
 
 
-def _cleanup_policy(admin: AdminClient, topic: str, deadline: float) -> str:
+def _topic_config(admin: AdminClient, topic: str, deadline: float) -> dict[str, str]:
     resource = ConfigResource(ResourceType.TOPIC, topic)
     future = admin.describe_configs([resource], request_timeout=_remaining(deadline))[resource]
     try:
@@ -130,5 +142,4 @@ def _cleanup_policy(admin: AdminClient, topic: str, deadline: float) -> str:
                              f"{exc.args[0].str()}") from None
     except TimeoutError:
         raise LogUnavailable(f"Kafka did not describe the schema topic {topic}'s configuration in time") from None
-    entry = entries.get("cleanup.policy")
-    return entry.value if entry is not None and entry.value is not None else ""
+    return {name: entry.value for name, entry in entries.items() if entry.value is not None}

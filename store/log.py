@@ -25,6 +25,10 @@ class LogMisconfigured(LogUnavailable):
     several partitions or a non-compact cleanup policy). Retrying will not help."""
 
 
+class RecordTooLarge(ValueError):
+    """A record is larger than the log accepts (`Log.max_record_bytes`)."""
+
+
 class LogConflict(RuntimeError):
     """The log's end was not where the writer expected: someone else appended first.
 
@@ -50,6 +54,11 @@ class Log(Protocol):
     #: so lets a waiting writer apply records itself (see `store.reader`). Optional;
     #: absent means False.
     concurrent_reads: bool
+
+    #: The largest key plus value the log accepts in one record, or None for no limit.
+    #: Writers check it before appending (`store.writer`), so an oversized record is
+    #: refused up front rather than failing inside the log.
+    max_record_bytes: int | None
 
     def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
         """Durably append one record (a None value is a tombstone) and return its offset.

@@ -12,6 +12,7 @@ class MemoryLog:
     """A list of records with Kafka-like compaction on demand (`compact()`)."""
 
     concurrent_reads = True  # each thread reads through its own connection / under a lock
+    max_record_bytes: int | None = None
 
     def __init__(self) -> None:
         self._records: list[LogRecord] = []

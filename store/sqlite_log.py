@@ -38,6 +38,7 @@ class SqliteLog:
     """A `Log` in a SQLite file. Thread-safe; other processes may share the file."""
 
     concurrent_reads = True  # each thread reads through its own connection / under a lock
+    max_record_bytes: int | None = None
 
     def __init__(self, path: str) -> None:
         directory = os.path.dirname(os.path.abspath(path))

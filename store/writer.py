@@ -29,7 +29,8 @@ watermark), the watermark raised with every hard delete so that compaction can n
 free an id for reuse (DESIGN invariant 3), and re-stating keys whose newest record readers
 dropped (so compaction cannot make it hide the valid record before it).
 
-Raises only store exceptions: `NotWriter`, `StoreTimeout`, `LogUnavailable`; the HTTP
+Raises only store exceptions: `NotWriter`, `StoreTimeout`, `LogUnavailable`,
+`RecordTooLarge`; the HTTP
 layer maps them to Confluent's errors in one place.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, Union
 
 from store.cache import Cache
-from store.log import Log, LogConflict, LogUnavailable
+from store.log import Log, LogConflict, LogUnavailable, RecordTooLarge
 from store.reader import LogReader
 from store.records import (
     FenceValue,
@@ -332,19 +333,34 @@ class LogWriter:
         return end
 
     def _append(self, records: list[Record], expected: int) -> int:
-        """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset."""
+        """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset.
+
+        Raises RecordTooLarge, before anything is appended, if one of them is larger
+        than the log accepts.
+        """
+        encoded = [self._encode(item) for item in records]
+        limit = self._log.max_record_bytes
+        if limit is not None:
+            for forms, raw_value in encoded:
+                size = max(len(k) for k in forms) + len(raw_value or b"")
+                if size > limit:
+                    raise RecordTooLarge(f"a record of {size} bytes is larger than the {limit} bytes "
+                                         "the schema log accepts")
         offset = expected - 1
-        for item in records:
-            if isinstance(item, Restated):
-                raw_value, forms = encode_value(item.value), [item.raw_key]
-            else:
-                key, value = item
-                raw_value = encode_value(value)
-                # Reuse every byte form the log holds for this key, so compaction
-                # replaces (or a tombstone removes) exactly what is there.
-                forms = self._cache.key_bytes(key) or [encode_key(key)]
-                if raw_value is not None:
-                    forms = forms[-1:]
+        for forms, raw_value in encoded:
             for raw_key in forms:
                 offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1)
         return offset
+
+    def _encode(self, item: Record) -> tuple[list[bytes], bytes | None]:
+        """The key byte forms to append `item` under, and its value bytes."""
+        if isinstance(item, Restated):
+            return [item.raw_key], encode_value(item.value)
+        key, value = item
+        raw_value = encode_value(value)
+        # Reuse every byte form the log holds for this key, so compaction replaces (or
+        # a tombstone removes) exactly what is there.
+        forms = self._cache.key_bytes(key) or [encode_key(key)]
+        if raw_value is not None:
+            forms = forms[-1:]
+        return forms, raw_value

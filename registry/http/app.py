@@ -6,7 +6,8 @@
 No domain rules live here and no module holds global state: build as many apps as
 you like. Every error leaves through `_answer_error`: the registry's own
 (`registry.errors`, one type per Confluent code), the store's (`NotWriter` becomes a
-forward to the leader, `StoreTimeout` 50002, `LogUnavailable` 50001), Werkzeug's HTTP
+forward to the leader, `RecordTooLarge` 42209, `StoreTimeout` 50002, `LogUnavailable`
+50001), Werkzeug's HTTP
 errors, and anything unexpected (a 500 without a traceback).
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from registry.http.fast_path import SchemaByIdFastPath
 from registry.http.forward import FORWARD_HEADER, Forwarder
 from registry.http.routes import BLUEPRINTS
 from registry.node import Node
-from store.log import LogUnavailable
+from store.log import LogUnavailable, RecordTooLarge
 from store.writer import NotWriter, StoreTimeout
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ def create_app(node_: Node, forwarder: Forwarder) -> Flask:
             return error_response(exc)
         if isinstance(exc, NotWriter):
             return _forward(forwarder)
+        if isinstance(exc, RecordTooLarge):
+            return error_response(errors.SchemaTooLarge(f"Write failed because schema is too large: {exc}"))
         if isinstance(exc, StoreTimeout):
             return error_response(errors.StoreTimeout(f"Timed out on the schema log: {exc}"))
         if isinstance(exc, LogUnavailable):

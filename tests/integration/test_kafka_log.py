@@ -335,7 +335,8 @@ def test_node_registers_and_a_restarted_node_has_the_same_state(kafka_bootstrap:
     # The last element is the leader's fence: the second node took office with its own.
     assert second.cache.fingerprint()[:-1] == first.cache.fingerprint()[:-1], \
         "a node rebuilt from the topic must hold exactly the state the first one had"
-    assert second.cache.fence.max_id == first.cache.max_id, "the new term's fence carries the watermark"
+    assert second.cache.fence.max_id == first.cache.fence.max_id > 0, \
+        "the new term's fence carries the id watermark the hard delete raised"
     assert Api(second).register("s0", avro_record("R", "new"))[1]["id"] == max(ids) + 1
 
 
@@ -523,3 +524,20 @@ def test_real_compaction_cannot_free_a_hard_deleted_id(kafka_bootstrap: str, fre
     status, body = Api(second).register("new", avro_record("New"))
     assert status == 200 and body["id"] > gone_id, \
         "after compaction removed every trace of the deleted schema, its id must still not be reused"
+
+
+def test_a_schema_over_the_topics_size_limit_is_42209_before_any_append(kafka_bootstrap: str, fresh_topic: str,
+                                                                         nodes: list[Node]) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(fresh_topic, 1, 1, config={"cleanup.policy": "compact",
+                                                             "max.message.bytes": "20000"})])[fresh_topic].result(30)
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(node)
+    end = node.log.end_offset()
+    big = avro_record("Big", *[f"field_number_{i}" for i in range(600)])
+    assert len(big) > 20000
+    status, body = api.register("big", big)
+    assert (status, body["error_code"]) == (422, 42209), body
+    assert node.log.end_offset() == end, "a refused schema must not reach the topic"
+    status, _ = api.register("small", avro_record("Small", "a"))
+    assert status == 200, "schemas within the limit still register"

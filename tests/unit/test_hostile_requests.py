@@ -296,3 +296,16 @@ def test_odd_request_targets_get_confluent_errors(client, target, status):
 
 def test_oversized_headers_are_431(client):
     assert_refused(client.get("/subjects", headers={"X-Big": "a" * 70000}), 431, 431)
+
+
+def test_a_schema_larger_than_the_log_takes_is_42209_and_writes_nothing():
+    from store.memory_log import MemoryLog
+
+    small = MemoryLog()
+    small.max_record_bytes = 2000
+    with NodeClient(log=small) as client:
+        before = end(client)
+        big = record("Big", *({"name": f"field_{i}", "type": "string"} for i in range(100)))
+        assert_refused(client.post("/subjects/big/versions", {"schema": big}), 422, 42209)
+        assert end(client) == before
+        assert client.post("/subjects/small/versions", {"schema": '"string"'}).status == 200

@@ -185,3 +185,16 @@ def test_readiness_needs_the_log_read_and_a_writer_known(log, members):
     assert not node.writer.is_ready(), "no leader known: not ready for writes"
     node.election.elsewhere = True
     assert node.writer.is_ready(), "another node leads: writes are forwarded, so ready"
+
+
+def test_a_record_larger_than_the_log_takes_is_refused_before_anything_is_appended(log, members):
+    from store.log import RecordTooLarge
+
+    log.max_record_bytes = 300
+    node = member(members, log)
+    node.writer.take_office("http://a:8081")
+    end = log.end_offset()
+    big = SchemaValue("s", 1, 1, '"' + "x" * 400 + '"')
+    with pytest.raises(RecordTooLarge):
+        node.writer.write(lambda: ([config_record("FULL"), (SchemaKey("s", 1), big)], None))
+    assert log.end_offset() == end, "no record of a refused write may be appended, not even the small one"
