@@ -7,9 +7,12 @@ The JSON form follows Confluent Schema Registry's ``SchemaRegistryIdentity``::
     >>> LeaderIdentity("http", "sr-1", 8081).to_json()
     '{"host":"sr-1","port":8081,"scheme":"http","version":1}'
 
-A ``node_id``, when set, is added as ``"node_id"``. Decoding ignores fields it does not
-know (Confluent's ``master_eligibility`` among them), so identities written by other
-implementations of the same format are read without fuss.
+A ``node_id``, when set, is added as ``"node_id"``, and a ``store``, when set, as
+``"store"``: the log the node serves (say ``kafka:<cluster id>:_schemas``), so that a
+node elected in a group shared by two clusters by mistake is never followed by nodes
+of the other one. Decoding ignores fields it does not know (Confluent's
+``master_eligibility`` among them), so identities written by other implementations of
+the same format are read without fuss.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ class LeaderIdentity:
     host: str
     port: int
     node_id: str | None = None
+    store: str | None = None
 
     def __post_init__(self) -> None:
         if self.scheme not in _SCHEMES:
@@ -47,6 +51,8 @@ class LeaderIdentity:
             raise ValueError(f"identity port must be in 1..65535, not {self.port}")
         if self.node_id is not None and (not isinstance(self.node_id, str) or not self.node_id):
             raise ValueError(f"identity node_id must be a non-empty string or None, not {self.node_id!r}")
+        if self.store is not None and (not isinstance(self.store, str) or not self.store):
+            raise ValueError(f"identity store must be a non-empty string or None, not {self.store!r}")
 
     @property
     def url(self) -> str:
@@ -81,6 +87,8 @@ class LeaderIdentity:
         }
         if self.node_id is not None:
             doc["node_id"] = self.node_id
+        if self.store is not None:
+            doc["store"] = self.store
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -102,7 +110,7 @@ class LeaderIdentity:
             raise ValueError(f"unsupported leader identity version {version!r}: {text!r}")
         if "host" not in doc or "port" not in doc:
             raise ValueError(f"leader identity lacks host or port: {text!r}")
-        return cls(doc.get("scheme", "http"), doc["host"], doc["port"], doc.get("node_id"))
+        return cls(doc.get("scheme", "http"), doc["host"], doc["port"], doc.get("node_id"), doc.get("store"))
 
     def __str__(self) -> str:
         return self.url if self.node_id is None else f"{self.url} ({self.node_id})"

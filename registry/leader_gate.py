@@ -35,7 +35,8 @@ class ElectionView:
 
     def leads_elsewhere(self) -> bool:
         leader = self._elector.leader()
-        return leader is not None and leader != self._elector.identity
+        identity = self._elector.identity
+        return leader is not None and leader != identity and leader.store == identity.store
 
 
 class LeaderGate:
@@ -74,12 +75,28 @@ class LeaderGate:
         """The URL writes should go to, or None while no other node can take them.
 
         None too when the backend names this node but it is not (or no longer) in
-        office: forwarding to ourselves would loop. Never blocks.
+        office (forwarding to ourselves would loop), and when the leader serves another
+        store (`leader_problem`). Never blocks.
         """
         leader = self._elector.leader()
-        if leader is None or leader == self._elector.identity:
+        if leader is None or leader == self._elector.identity or self.leader_problem() is not None:
             return None
         return leader.url
+
+    def leader_problem(self) -> str | None:
+        """Why the elected leader must not be followed, or None. Never blocks.
+
+        A leader whose identity names another store (another topic, another Kafka
+        cluster) won an election this node shares by mistake: following it would put
+        this cluster's writes in the other's log.
+        """
+        leader = self._elector.leader()
+        own = self._elector.identity
+        if leader is None or leader == own or leader.store == own.store:
+            return None
+        return (f"The elected leader {leader.url} serves another store ({leader.store or 'unnamed'}), "
+                f"not this node's ({own.store}): two registries share one election group; give each "
+                "its own schema.registry.group.id (or leader.election.zookeeper.root)")
 
     def is_leader(self) -> bool:
         """True while this node may append (in office, holding the latest fence)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from election.elector import Elector
 from election.identity import LeaderIdentity
@@ -82,11 +82,12 @@ def open_log(settings: Settings, origin: str = "") -> tuple[Log, str]:
 def build_node(settings: Settings, log_: Log | None = None) -> Node:
     """Wire a node, start its reader and join the election. `log_` overrides the
     configured log (tests)."""
-    elector = build_elector(settings)
+    identity = node_identity(settings)
     if log_ is not None:
         the_log, cluster_id = log_, "embedded"
     else:
-        the_log, cluster_id = open_log(settings, origin=elector.identity.url)
+        the_log, cluster_id = open_log(settings, origin=identity.url)
+    elector = build_elector(settings, replace(identity, store=store_name(settings, cluster_id)))
     cache = Cache()
     reader = LogReader(the_log, cache)
     writer = LogWriter(the_log, cache, reader, ElectionView(elector), timeout=settings.store_timeout_seconds)
@@ -101,10 +102,22 @@ def build_node(settings: Settings, log_: Log | None = None) -> Node:
     return Node(settings, the_log, cache, reader, writer, service, elector, gate, cluster_id)
 
 
-def build_elector(settings: Settings) -> Elector:
-    """The elector the settings name (static, zookeeper or kafka), not started."""
+def node_identity(settings: Settings) -> LeaderIdentity:
+    """Where other nodes reach this one."""
     scheme, _, port = settings.listener
-    identity = LeaderIdentity(scheme, settings.advertised_host, port)
+    return LeaderIdentity(scheme, settings.advertised_host, port)
+
+
+def store_name(settings: Settings, cluster_id: str) -> str:
+    """The log this node serves, as its leader identity names it: nodes follow only a
+    leader that serves the same one."""
+    if settings.kafka_bootstrap_servers:
+        return f"kafka:{cluster_id}:{settings.get('kafkastore.topic')}"
+    return f"embedded:{os.path.abspath(settings.data_dir)}"
+
+
+def build_elector(settings: Settings, identity: LeaderIdentity) -> Elector:
+    """The elector the settings name (static, zookeeper or kafka) for `identity`, not started."""
     backend = settings.election_backend
     if backend == "static":
         return StaticElector(identity)
@@ -113,12 +126,12 @@ def build_elector(settings: Settings) -> Elector:
         from election.zookeeper import ZooKeeperElector
 
         return ZooKeeperElector(identity, settings.zookeeper_connect, eligible=settings.leader_eligible,
-                                root=settings.get("leader.election.zookeeper.root"),
+                                root=settings.zookeeper_root,
                                 session_timeout=timeout_ms / 1000)
     from election.kafka_group import KafkaGroupElector
     from store.kafka_config import KafkaLogConfig
 
     kafka = KafkaLogConfig.from_kafkastore(settings.prefixed("kafkastore."))
     return KafkaGroupElector(identity, kafka.bootstrap_servers, eligible=settings.leader_eligible,
-                             group_id=settings.get("schema.registry.group.id"),
+                             group_id=settings.group_id,
                              session_timeout_ms=timeout_ms, config=kafka.client)

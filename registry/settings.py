@@ -26,13 +26,14 @@ DEFAULTS: dict[str, str] = {
     "kafkastore.topic": "_schemas",
     "kafkastore.topic.replication.factor": "3",
     "kafkastore.timeout.ms": "10000",
-    "schema.registry.group.id": "schema-registry",
+    # Empty: follows kafkastore.topic (see Settings.group_id).
+    "schema.registry.group.id": "",
     "leader.eligibility": "true",
     "inter.instance.protocol": "http",
     # Our additions, in the same style.
     "leader.election.backend": "",  # static, zookeeper or kafka; empty: kafka with a Kafka store
     "leader.election.zookeeper.connect": "",
-    "leader.election.zookeeper.root": "/schema-registry",
+    "leader.election.zookeeper.root": "",  # empty: follows kafkastore.topic
     "leader.election.session.timeout.ms": "10000",
     "embedded.store.path": "./data",
     "max.request.bytes": str(16 * 1024 * 1024),
@@ -128,6 +129,23 @@ class Settings:
     @property
     def zookeeper_connect(self) -> str:
         return (self.get("leader.election.zookeeper.connect") or self.get("kafkastore.connection.url")).strip()
+
+    @property
+    def group_id(self) -> str:
+        """`schema.registry.group.id`; unset, it follows the topic (`schema-registry` for
+        `_schemas`, Confluent's default, else `schema-registry-<topic>`), so that two
+        registries on two topics never share an election by default."""
+        configured = self.get("schema.registry.group.id").strip()
+        if configured:
+            return configured
+        topic = self.get("kafkastore.topic")
+        return "schema-registry" if topic == "_schemas" else f"schema-registry-{topic}"
+
+    @property
+    def zookeeper_root(self) -> str:
+        """Where the ZooKeeper elector keeps its leader znode; unset, `/<group id>`."""
+        configured = self.get("leader.election.zookeeper.root").strip()
+        return configured or f"/{self.group_id}"
 
     @property
     def leader_eligible(self) -> bool:

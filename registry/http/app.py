@@ -117,7 +117,8 @@ def _forward(forwarder: Forwarder) -> Response:
     own_url = this.elector.identity.url
     try:
         if leader_url is None:
-            raise errors.UnknownLeader("Unknown leader: no node may write at the moment; retry shortly")
+            problem = this.gate.leader_problem()
+            raise errors.UnknownLeader(problem or "Unknown leader: no node may write at the moment; retry shortly")
         if request.headers.get(FORWARD_HEADER) == own_url:
             # Another node sent it here as to the leader, and we are not: the two disagree
             # about who leads (one of them is behind). Forwarding on could loop.

@@ -148,7 +148,10 @@ class Cluster:
 
     def __init__(self, size: int, elector: str, *, kafka_bootstrap: str, zookeeper_connect: str = "",
                  session_timeout_ms: int | None = None, workdir: Path | None = None,
-                 extra_env: dict[str, str] | None = None, require_leader: bool = True) -> None:
+                 extra_env: dict[str, str] | None = None, require_leader: bool = True,
+                 default_group: bool = False) -> None:
+        """`default_group`: leave the election group and ZooKeeper root at their defaults
+        (which follow the topic) instead of naming them after it."""
         self.elector = elector
         self.require_leader = require_leader
         self.topic = f"_schemas_{uuid.uuid4().hex[:10]}"
@@ -163,12 +166,13 @@ class Cluster:
             "SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "5000",
             "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": elector,
             "SCHEMA_REGISTRY_LEADER_ELECTION_SESSION_TIMEOUT_MS": str(timeout),
-            "SCHEMA_REGISTRY_SCHEMA_REGISTRY_GROUP_ID": f"sr-{self.topic}",
-            **(extra_env or {}),
         }
+        if not default_group:
+            base["SCHEMA_REGISTRY_SCHEMA_REGISTRY_GROUP_ID"] = f"sr-{self.topic}"
+            base["SCHEMA_REGISTRY_LEADER_ELECTION_ZOOKEEPER_ROOT"] = f"/{self.topic}"
         if elector == "zookeeper":
             base["SCHEMA_REGISTRY_LEADER_ELECTION_ZOOKEEPER_CONNECT"] = zookeeper_connect
-            base["SCHEMA_REGISTRY_LEADER_ELECTION_ZOOKEEPER_ROOT"] = f"/{self.topic}"
+        base.update(extra_env or {})
         self.nodes: list[RegistryNode] = []
         for index in range(size):
             port = free_port()

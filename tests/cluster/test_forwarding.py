@@ -72,3 +72,33 @@ def test_an_unreachable_leader_gives_50003(kafka_bootstrap, zookeeper_connect):
             assert time.monotonic() - began < 10, "forwarding must give up within its timeout"
         finally:
             leader.resume()
+
+
+def test_a_leader_serving_another_topic_is_never_followed(kafka_bootstrap, zookeeper_connect):
+    # Two clusters (two topics) configured with the same election group by mistake.
+    shared = {"SCHEMA_REGISTRY_SCHEMA_REGISTRY_GROUP_ID": "shared-by-mistake",
+              "SCHEMA_REGISTRY_LEADER_ELECTION_ZOOKEEPER_ROOT": f"/shared-{time.monotonic_ns()}",
+              "SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "2000"}
+    with Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                 extra_env=shared) as first:
+        leader = first.wait_for_leader()
+        with Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                     extra_env=shared, require_leader=False) as second:
+            node = second.nodes[0]
+            assert node.leader_view()["leader"] == leader.url, "the shared election names the first's leader"
+            ready = requests.get(f"{node.url}/ready", timeout=5)
+            assert ready.status_code == 503 and "another store" in ready.json()["message"], ready.text
+            response = register(node.url, "must-not-leak")
+            assert response.status_code == 500 and response.json()["error_code"] == 50004, response.text
+            assert "schema.registry.group.id" in response.json()["message"], "the error says what to fix"
+            assert requests.get(f"{leader.url}/subjects", timeout=5).json() == [], \
+                "nothing reached the other cluster's topic"
+
+
+def test_two_clusters_on_two_topics_elect_apart_by_default(kafka_bootstrap, zookeeper_connect):
+    with Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                 default_group=True) as first, \
+         Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                 default_group=True) as second:
+        assert first.wait_for_leader() is first.nodes[0] and second.wait_for_leader() is second.nodes[0]
+        assert register(second.nodes[0].url, "own").status_code == 200

@@ -22,7 +22,7 @@ def metadata_id() -> Any:
     this = node()
     return json_response({"scope": {"path": [], "clusters": {
         "kafka-cluster": this.cluster_id,
-        "schema-registry-cluster": this.settings.get("schema.registry.group.id")}}})
+        "schema-registry-cluster": this.settings.group_id}}})
 
 
 @cluster_routes.get("/v1/metadata/version")
@@ -39,6 +39,7 @@ def leader() -> Any:
         "leader": known.url if known is not None else None,
         "is_leader": this.gate.is_leader(),
         "accepted_appends": this.writer.accepted_appends,
+        "problem": this.gate.leader_problem(),
     })
 
 
@@ -49,9 +50,10 @@ def health() -> Any:
 
 @cluster_routes.get("/ready")
 def ready() -> Any:
-    writer = node().writer
-    if not writer.caught_up():
+    this = node()
+    if not this.writer.caught_up():
         raise errors.NotReady("Schema registry is not ready: still reading the schema log")
-    if not writer.writable():
-        raise errors.NotReady("Schema registry is not ready: no leader is known yet")
+    if not this.writer.writable():
+        problem = this.gate.leader_problem()
+        raise errors.NotReady(f"Schema registry is not ready: {problem or 'no leader is known yet'}")
     return json_response({"ready": True})
