@@ -83,6 +83,14 @@ class LeaderGate:
             return None
         return leader.url
 
+    def write_target(self) -> str | None:
+        """Where a write goes now: the leader's URL (this node's own while it is in
+        office, so a forward that outlived an election reaches the new leader even when
+        that is this node), or None. Never blocks."""
+        if self._writer.in_office():
+            return self._elector.identity.url
+        return self.leader_url()
+
     def leader_problem(self) -> str | None:
         """Why the elected leader must not be followed, or None. Never blocks.
 

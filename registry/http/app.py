@@ -113,18 +113,17 @@ def create_app(node_: Node, forwarder: Forwarder) -> Flask:
 def _forward(forwarder: Forwarder) -> Response:
     """Send the write this node may not append to the leader; answer with its reply."""
     this = node()
-    leader_url = this.gate.leader_url()
-    own_url = this.elector.identity.url
     try:
-        if leader_url is None:
-            problem = this.gate.leader_problem()
-            raise errors.UnknownLeader(problem or "Unknown leader: no node may write at the moment; retry shortly")
-        if request.headers.get(FORWARD_HEADER) == own_url:
+        if request.headers.get(FORWARD_HEADER) == this.elector.identity.url:
             # Another node sent it here as to the leader, and we are not: the two disagree
             # about who leads (one of them is behind). Forwarding on could loop.
-            raise errors.UnknownLeader(f"Forwarded here, but this node is not the leader ({leader_url} is)")
+            raise errors.UnknownLeader("Forwarded here, but this node is not the leader "
+                                       f"({this.gate.leader_url() or 'none known'} is)")
+        problem = this.gate.leader_problem()
+        if problem is not None:
+            raise errors.UnknownLeader(problem)
         raw_uri = request.environ.get("RAW_URI") or request.full_path.rstrip("?")
-        answer = forwarder.forward(leader_url, request.method, raw_uri, dict(request.headers),
+        answer = forwarder.forward(this.gate.write_target, request.method, raw_uri, dict(request.headers),
                                    request.get_data(cache=True))
     except errors.RegistryError as error:
         return error_response(error)

@@ -10,6 +10,10 @@ included, comes back to the client unchanged.
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
 import requests
@@ -28,23 +32,57 @@ class ForwardedResponse:
 
 
 class Forwarder:
-    """Sends requests on to the leader. Thread-safe; keeps connections to it alive."""
+    """Sends requests on to the leader. Thread-safe; keeps connections to it alive.
+
+    A request sent to a leader that stops answering (paused, partitioned) is not held
+    for the whole timeout when another leader is elected meanwhile: it is sent again to
+    the new one, and the first attempt's answer, should it ever come, is dropped. The
+    old leader cannot have applied it: a deposed leader cannot append (store.writer).
+    """
 
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
         self._session = requests.Session()
+        self._attempts = ThreadPoolExecutor(max_workers=_PARALLEL_ATTEMPTS, thread_name_prefix="forward")
 
-    def forward(self, leader_url: str, method: str, raw_uri: str, headers: dict[str, str],
+    def forward(self, leader: Callable[[], str | None], method: str, raw_uri: str, headers: dict[str, str],
                 body: bytes) -> ForwardedResponse:
-        """Send the request to `leader_url` + `raw_uri`; blocks up to the timeout.
+        """Send the request to the leader `leader()` names, and again to a new one when
+        it changes before an answer comes. Blocks up to the timeout.
 
-        Raises ForwardingError (50003) if the leader cannot be reached or does not answer.
+        Raises UnknownLeader (50004) when no leader is named, ForwardingError (50003) when
+        the leader cannot be reached or does not answer in time.
         """
+        deadline = time.monotonic() + self._timeout
+        target = leader()
+        if target is None:
+            raise errors.UnknownLeader("Unknown leader: no node may write at the moment; retry shortly")
+        attempt = self._attempts.submit(self._send, target, method, raw_uri, headers, body, deadline)
+        while True:
+            futures_wait([attempt], timeout=_WATCH_SECONDS)
+            if attempt.done():
+                try:
+                    return attempt.result()
+                except errors.ForwardingError:
+                    # Refused or timed out: only a new leader, named in time, can help.
+                    if time.monotonic() >= deadline:
+                        raise
+            elif time.monotonic() >= deadline + _WATCH_SECONDS:
+                raise errors.ForwardingError(f"Error while forwarding the request to the leader at {target}: "
+                                             f"no answer within {self._timeout:g} s")
+            named = leader()
+            if named is not None and named != target:
+                target = named
+                attempt = self._attempts.submit(self._send, target, method, raw_uri, headers, body, deadline)
+
+    def _send(self, leader_url: str, method: str, raw_uri: str, headers: dict[str, str], body: bytes,
+              deadline: float) -> ForwardedResponse:
         kept = {name: headers[name] for name in _KEPT_HEADERS if name in headers}
         kept[FORWARD_HEADER] = leader_url.rstrip("/")
         try:
-            response = self._session.request(method, leader_url.rstrip("/") + raw_uri, data=body,
-                                             headers=kept, timeout=self._timeout, allow_redirects=False)
+            response = self._session.request(method, leader_url.rstrip("/") + raw_uri, data=body, headers=kept,
+                                             timeout=max(deadline - time.monotonic(), 0.1),
+                                             allow_redirects=False)
         except requests.RequestException as exc:
             raise errors.ForwardingError(
                 f"Error while forwarding the request to the leader at {leader_url}: {exc}") from None
@@ -53,4 +91,9 @@ class Forwarder:
                                  response.content)
 
     def close(self) -> None:
+        self._attempts.shutdown(wait=False, cancel_futures=True)
         self._session.close()
+
+
+_PARALLEL_ATTEMPTS = 32
+_WATCH_SECONDS = 0.05

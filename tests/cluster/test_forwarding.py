@@ -102,3 +102,24 @@ def test_two_clusters_on_two_topics_elect_apart_by_default(kafka_bootstrap, zook
                  default_group=True) as second:
         assert first.wait_for_leader() is first.nodes[0] and second.wait_for_leader() is second.nodes[0]
         assert register(second.nodes[0].url, "own").status_code == 200
+
+
+def test_a_write_forwarded_to_a_paused_leader_goes_to_its_successor(kafka_bootstrap, zookeeper_connect):
+    with Cluster(3, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
+                 session_timeout_ms=2000, extra_env={"SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "15000"}) as cluster:
+        leader = cluster.wait_for_leader()
+        follower = next(n for n in cluster.nodes if n is not leader)
+        leader.pause()
+        try:
+            began = time.monotonic()
+            response = register(follower.url, "after-pause", timeout=30)
+            took = time.monotonic() - began
+            assert response.status_code == 200, response.text
+            assert took < 10, (f"the write must reach the new leader once it is elected (session 2 s), not wait "
+                               f"out the 15 s timeout on the paused one; it took {took:.1f} s")
+            successor = cluster.wait_for_leader(other_than=leader)
+            schema_id = response.json()["id"]
+            wait_for(lambda: requests.get(f"{successor.url}/schemas/ids/{schema_id}", timeout=2).status_code
+                     == 200, 10, "the write on the new leader")
+        finally:
+            leader.resume()
