@@ -14,9 +14,9 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
+import infra
 from election import LeaderIdentity
 from election.zookeeper import ZooKeeperElector
-from tests.integration.conftest import infra
 from tests.integration.election import specs
 from tests.integration.election.conftest import Cluster, Node, report_timing, wait_until
 from tests.integration.election.specs import ZK_SESSION_TIMEOUT
