@@ -20,9 +20,9 @@ Python API (used by ``tests/conftest.py`` and the benchmarks)::
     kafka.stop(); zk.stop()
 
 Modules: `infra.servers` (the servers and starting them together), `infra.fetch`
-(jars from Maven Central), `infra.cds` (faster JVM start-up), `infra.kafka_probe`
-(a broker health check over the wire), `infra.ports`, `infra.processes`,
-`infra.jvm`, `infra.paths`, `infra.cli`.
+(jars from Maven Central), `infra.cds` (faster JVM start-up), `infra.kafka_uuid`
+(cluster ids), `infra.kafka_probe` (a broker health check over the wire),
+`infra.ports`, `infra.processes`, `infra.jvm`, `infra.paths`, `infra.cli`.
 
 Not part of the wheel: ``pyproject.toml`` packages only ``registry``, ``store`` and
 ``election``.
@@ -31,6 +31,7 @@ Not part of the wheel: ``pyproject.toml`` packages only ``registry``, ``store`` 
 from infra.cds import build_cds
 from infra.errors import InfraError
 from infra.fetch import COMPONENTS, SPARK_COMPONENT, fetch, jars_ready
+from infra.kafka_uuid import random_uuid
 from infra.paths import INFRA_DIR, JARS_DIR, ROOT, RUN_DIR
 from infra.ports import HOST, free_port, port_is_free
 from infra.servers import JavaServer, KafkaServer, ZooKeeperServer, running, start_all
@@ -52,6 +53,7 @@ __all__ = [
     "free_port",
     "jars_ready",
     "port_is_free",
+    "random_uuid",
     "running",
     "start_all",
 ]

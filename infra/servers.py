@@ -11,7 +11,6 @@ it never touches the caller's group.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -20,7 +19,6 @@ import socket
 import struct
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from typing import Any
 from infra.errors import InfraError
 from infra.jvm import java, jdk_tag
 from infra.kafka_probe import kafka_metadata
+from infra.kafka_uuid import random_uuid
 from infra.paths import JARS_DIR
 from infra.ports import HOST, free_port, port_is_free
 from infra.processes import die_with_parent_preexec, log_tail, pid_alive, pid_cmdline
@@ -544,8 +543,9 @@ class KafkaServer(JavaServer):
                     self.cluster_id = line.split("=", 1)[1].strip()
             return
         if not self.cluster_id:
-            # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding.
-            self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            # As Kafka draws them: never one starting with "-", which `format -t` would
+            # take for an option (see infra.kafka_uuid).
+            self.cluster_id = random_uuid()
         cmd = [
             java(),
             # A short-lived tool: the C1 compiler alone starts faster.
