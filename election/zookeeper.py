@@ -28,7 +28,9 @@ Connection states (kazoo's listener):
   ``leader()`` becomes None: nothing read from ZooKeeper can be trusted now.
 - CONNECTED again with the same session: the znode as last reported is taken up
   again; if it is ours, this node is elected again (a new term, ``on_elected`` runs
-  again). `DataWatch` reads it afresh at the same time and reports it if it changed.
+  again). An ephemeral znode of a live session cannot have changed unless someone
+  deleted it meanwhile; `DataWatch` reads it afresh at the same time and reports that
+  within a round trip, which ends the term (no need to wait for a read of our own).
 - LOST (session expired): the znode our old session held is gone with it; kazoo opens
   a new session as soon as a server answers and the node competes again like a newcomer.
 kazoo reconnects forever, with a back-off capped at ``reconnect_max_delay``, so a
