@@ -125,7 +125,8 @@ class ZooKeeperElector:
         self._reported = False  # DataWatch has reported the znode at least once
         self._stat: ZnodeStat | None = None  # the znode as last reported; None: vacant
         self._holder: LeaderIdentity | None = None  # decoded from its data
-        self._session: int | None = None  # our session id while connected
+        self._connected = False
+        self._session: int | None = None  # our session, kept while SUSPENDED (it may survive)
         self._ended_session: int | None = None  # the session we lost last
         self._leader: LeaderIdentity | None = None
         self._epoch: int | None = None
@@ -206,13 +207,13 @@ class ZooKeeperElector:
     def _on_connection_state(self, state: str) -> None:
         """kazoo's listener, on its connection thread."""
         with self._lock:
-            if state == KazooState.CONNECTED:
-                client_id = self._client.client_id
-                self._session = client_id[0] if client_id else None
+            client_id = self._client.client_id
+            if state == KazooState.CONNECTED and client_id is not None:
+                self._connected, self._session = True, client_id[0]
             else:
+                self._connected = False
                 if state == KazooState.LOST:
-                    self._ended_session = self._session
-                self._session = None
+                    self._ended_session, self._session = self._session, None
             request = self._reconcile()
         if state != KazooState.CONNECTED:
             log.warning("elector %s: ZooKeeper connection %s", self._identity, state)
@@ -266,7 +267,7 @@ class ZooKeeperElector:
         if stat is not None and stat.ephemeralOwner == self._ended_session:
             # ZooKeeper deleted it with that session; DataWatch will report what follows.
             stat = None
-        known = not self._closing and self._session is not None and self._reported
+        known = not self._closing and self._connected and self._reported
         ours = stat if known and stat is not None and stat.ephemeralOwner == self._session else None
         backing_off = time.monotonic() < self._compete_after
         self._leader = None if not known or stat is None else self._identity if ours else self._holder

@@ -1,6 +1,6 @@
-"""ZooKeeper-specific failures: an expired session, a dropped connection, the leader
-znode deleted behind the leader's back, a leader whose ``on_elected`` fails, an
-unreachable ZooKeeper, and ZooKeeper itself restarting.
+"""ZooKeeper-specific failures: an expired session (and the znode that died with it), a
+dropped connection, the leader znode deleted behind the leader's back, a leader whose
+``on_elected`` fails, an unreachable ZooKeeper, and ZooKeeper itself restarting.
 
 The ``zookeeper_cluster`` fixture checks the `Elector` contract for every test (see
 ``conftest.py``).
@@ -84,6 +84,46 @@ def test_expired_session_demotes_the_leader_and_it_rejoins_with_a_new_session(
     )
     assert all(n.elector.epoch() == new_epoch for n in nodes), "every node agrees on the new epoch"
     report_timing("zookeeper: failover, session expired to successor leading", failover)
+
+
+def test_after_its_session_expired_a_node_never_reports_the_znode_that_died_with_it(
+    zookeeper_connect: str, zookeeper_cluster: Cluster
+) -> None:
+    cluster = zookeeper_cluster
+    leader = cluster.add()
+    settle(cluster, [leader])
+    assert isinstance(leader.elector, ZooKeeperElector), "the zookeeper_cluster builds ZooKeeper electors"
+    old_session, old_epoch = leader.elector.session_id, leader.elector.epoch()
+
+    stale: list[tuple[int | None, object]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.0005):
+            session = leader.elector.session_id
+            epoch, named = leader.elector.epoch(), leader.elector.leader()
+            if session not in (None, old_session) and session == leader.elector.session_id and (
+                epoch == old_epoch and named is not None
+            ):
+                stale.append((epoch, named))
+
+    watcher = threading.Thread(target=watch, name="test-stale-watcher", daemon=True)
+    watcher.start()
+    try:
+        expire_session(leader.elector, zookeeper_connect)
+
+        def leads_again() -> bool:
+            epoch = leader.elector.epoch()
+            return leader.elector.is_leader() and epoch is not None and old_epoch is not None and epoch > old_epoch
+
+        wait_until(leads_again, ZK_SESSION_TIMEOUT + 5, "the node leads again, on a new znode")
+    finally:
+        stop.set()
+        watcher.join()
+    assert not stale, (
+        f"on its new session the node named the znode of its expired session: {stale[:3]} "
+        "(ZooKeeper deleted that znode with the session)"
+    )
 
 
 def test_electors_recover_on_their_own_when_zookeeper_restarts(
