@@ -39,13 +39,13 @@ test-integration: $(TEST_STAMP) infra-fetch
 ## infra-*: real Kafka (KRaft) and ZooKeeper from Maven Central, on loopback;
 ## infra-fetch also puts Spark's Kafka and Avro connector jars in .infra/jars/spark
 infra-fetch:
-	python3 infra/infra.py fetch
+	python3 -m infra fetch
 
 infra-up: infra-fetch
-	python3 infra/infra.py up
+	python3 -m infra up
 
 infra-down:
-	python3 infra/infra.py down
+	python3 -m infra down
 
 ## bench: the benchmarks under bench/ (see bench/README.md)
 bench: $(TEST_STAMP)

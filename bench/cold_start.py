@@ -17,7 +17,6 @@ Usage: python bench/cold_start.py [--schemas 100000] [--runs 3]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -31,6 +30,9 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from registry_process import ROOT, avro_record, registry, rss_kib  # noqa: E402
+
+sys.path.insert(0, str(ROOT))  # the repository root: infra is not installed, it is run from here
+import infra  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -66,10 +68,6 @@ def broker() -> Iterator[str]:
     if os.environ.get("KAFKA_BOOTSTRAP"):
         yield os.environ["KAFKA_BOOTSTRAP"]
         return
-    spec = importlib.util.spec_from_file_location("infra_tool", ROOT / "infra" / "infra.py")
-    assert spec and spec.loader
-    infra = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(infra)
     with tempfile.TemporaryDirectory() as workdir:
         server = infra.KafkaServer(Path(workdir))
         server.start()

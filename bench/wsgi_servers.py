@@ -1,5 +1,13 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of production WSGI servers for the schema registry hot path.
+"""The study that chose the registry's HTTP server (granian) -- not a benchmark of the registry.
+
+The candidates serve a stand-in for the hot path written in this file (a dict of 1,000
+schemas behind a small Flask or plain WSGI app), never the registry itself, so its figures
+say nothing about the registry's current serving path (granian with the id fast path and
+the cache); ``bench/read_throughput.py`` measures that. Kept to re-run the choice when a
+server, granian or Python changes. It runs in a venv of its own (see Requirements).
+
+Side-by-side comparison of production WSGI servers on that stand-in.
 
 Hot request: ``GET /schemas/ids/{id}`` -> ``{"schema": "<avro record json>"}`` (~200 bytes),
 content type ``application/vnd.schemaregistry.v1+json``, looked up in a dict of 1,000 schemas.
@@ -975,6 +983,8 @@ def main() -> int:
             print(c.name, c.server, c.opts, "multi-process" if c.multiproc else "")
         return 0
 
+    # The figures below are easily mistaken for the registry's own: say what they are.
+    print(f"# {ap.description}")
     print(f"# {versions()}")
     print(f"# python {sys.version.split()[0]}, {os.cpu_count()} cpus, wrk -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s x{args.runs} (median), warm-up {args.warmup}s, {N_SCHEMAS} schemas", flush=True)

@@ -7,28 +7,32 @@
 How it works. ``<root>/leader`` is an ephemeral znode whose data is the leader's
 identity JSON. Every eligible node tries to create it; ZooKeeper lets exactly one
 succeed, and that node leads for as long as its session keeps the znode alive. Every
-node, eligible or not, keeps a watch on the znode: when it is deleted (the leader
-closed its session, or the session expired) the watches fire and the eligible nodes
-race to create it again. ``epoch()`` is the znode's creation zxid, so it grows with
-every new leader and is the same number on every node.
+node, eligible or not, follows the znode with kazoo's `DataWatch`: when it is deleted
+(the leader closed its session, or the session expired) the eligible nodes race to
+create it again. ``epoch()`` is the znode's creation zxid, so it grows with every new
+leader and is the same number on every node.
 
-This is kazoo's primitives composed, not a recipe: ``create(ephemeral=True)``, a
-one-shot watch re-armed on every read, and a connection-state listener. kazoo's
-``Election``/``Lock`` recipe was the alternative. It queues contenders as sequential
-znodes and hands over in order, but its ``run()`` blocks a thread per contender, the
-identity would still have to be published elsewhere for followers, and it leaves
-session loss to the caller. The race-to-create znode gives the same guarantee (one
-holder per session) with the identity in the znode itself, the layout Confluent's
-ZooKeeper-based registry used.
+Composed from kazoo's primitives: `DataWatch` (re-arms its watch on every read, reads
+again after every reconnect and session loss, and reports only real changes), a
+connection-state listener, and ``create_async``/``delete_async``, which never block, so
+they are safe on the kazoo threads that report events. kazoo's ``Election``/``Lock``
+recipe was the alternative. It queues contenders as sequential znodes and hands over in
+order, but its ``run()`` blocks a thread per contender, the identity would still have to
+be published elsewhere for followers, and it leaves session loss to the caller. The
+race-to-create znode gives the same guarantee (one holder per session) with the identity
+in the znode itself, the layout Confluent's ZooKeeper-based registry used.
 
 Connection states (kazoo's listener):
 - SUSPENDED: the connection dropped and the session may or may not survive. The
   leader is demoted at once (``is_leader()`` false, ``on_demoted`` queued) and
   ``leader()`` becomes None: nothing read from ZooKeeper can be trusted now.
-- CONNECTED again with the same session: the znode is read afresh; if it is still
-  ours, this node is elected again (a new term, ``on_elected`` runs again).
-- LOST (session expired): kazoo opens a new session as soon as a server answers; the
-  node then competes again like a newcomer.
+- CONNECTED again with the same session: the znode as last reported is taken up
+  again; if it is ours, this node is elected again (a new term, ``on_elected`` runs
+  again). An ephemeral znode of a live session cannot have changed unless someone
+  deleted it meanwhile; `DataWatch` reads it afresh at the same time and reports that
+  within a round trip, which ends the term (no need to wait for a read of our own).
+- LOST (session expired): the znode our old session held is gone with it; kazoo opens
+  a new session as soon as a server answers and the node competes again like a newcomer.
 kazoo reconnects forever, with a back-off capped at ``reconnect_max_delay``, so a
 restarted ZooKeeper is rejoined without recreating the elector.
 
@@ -39,14 +43,16 @@ session closes). A crashed leader is replaced after the session timeout.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
+    BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
@@ -54,7 +60,9 @@ from kazoo.exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
+from kazoo.handlers.utils import AsyncResult
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
+from kazoo.recipe.watchers import DataWatch
 from kazoo.retry import KazooRetry
 
 from election.elector import ElectionCallback
@@ -63,8 +71,12 @@ from election.leadership import Leadership
 
 log = logging.getLogger(__name__)
 
-# The connection went away under a call; the state listener wakes the worker again.
+# A request failed because the connection went away; the state listener takes over.
 _DISCONNECTED = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
+# Seconds before trying to create the znode again after ZooKeeper refused for another reason.
+_CREATE_RETRY = 1.0
+
+_Request = Callable[[], None]
 
 
 class ZooKeeperElector:
@@ -76,8 +88,8 @@ class ZooKeeperElector:
     stays out after its ``on_elected`` raised. ``client_options`` go to `KazooClient`
     (``auth_data``, ``sasl_options``, ``use_ssl`` ...).
 
-    Threads: kazoo's connection and callback threads, a worker that reads and creates
-    the znode (it is the only one blocking on ZooKeeper), and the callback thread.
+    Threads: kazoo's (connection, watch callbacks, completions), the callback thread of
+    `Leadership`, and a timer while a back-off runs. None of ours blocks on ZooKeeper.
     """
 
     def __init__(
@@ -107,16 +119,19 @@ class ZooKeeperElector:
         )
         self._leadership = Leadership(f"zookeeper {identity}", resign=self._resign)
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._worker: threading.Thread | None = None
-        self._closing = False
         # Guarded by _lock:
+        self._closing = False
+        self._timer: threading.Timer | None = None
+        self._reported = False  # DataWatch has reported the znode at least once
+        self._stat: ZnodeStat | None = None  # the znode as last reported; None: vacant
+        self._holder: LeaderIdentity | None = None  # decoded from its data
+        self._connected = False
+        self._session: int | None = None  # our session, kept while SUSPENDED (it may survive)
+        self._ended_session: int | None = None  # the session we lost last
         self._leader: LeaderIdentity | None = None
         self._epoch: int | None = None
         self._won_czxid: int | None = None  # the znode instance our current term holds
-        self._connection_changes = 0  # lets the worker discard reads made before a change
-        self._resigning = False
-        self._compete_after = 0.0  # monotonic time before which we do not create the znode
+        self._compete_after = 0.0  # monotonic time before which we do not claim the znode
 
     @property
     def identity(self) -> LeaderIdentity:
@@ -144,14 +159,14 @@ class ZooKeeperElector:
         """
         self._leadership.start(on_elected, on_demoted)
         self._client.add_listener(self._on_connection_state)
-        self._worker = threading.Thread(
-            target=self._run, name=f"election-zookeeper {self._identity}", daemon=True
-        )
-        self._worker.start()
+        # Registered before the client starts so that this call cannot block: DataWatch's
+        # first read fails at once (ConnectionClosedError, which it ignores), and it reads
+        # for real from its own listener as soon as the client is connected.
+        DataWatch(self._client, self._path, self._on_znode)
         self._client.start_async()
 
     def leader(self) -> LeaderIdentity | None:
-        """The identity in the leader znode as last read; None while disconnected."""
+        """The identity in the leader znode as last reported; None while disconnected."""
         with self._lock:
             return self._leader
 
@@ -175,124 +190,146 @@ class ZooKeeperElector:
             if self._closing:
                 return
             self._closing = True
+            self._reconcile()  # closing: forget the leader, end the term
         self._leadership.close()
-        # stop() fails any call the worker is blocked in, then closes the session.
-        self._client.remove_listener(self._on_connection_state)
-        self._client.stop()
-        self._wake.set()
-        if self._worker is not None and self._worker is not threading.current_thread():
-            self._worker.join()
-        self._client.close()
         with self._lock:
-            self._leader = self._epoch = None
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            timer.join()
+        self._client.remove_listener(self._on_connection_state)
+        # Fails any request in flight (DataWatch ignores that), then closes the session.
+        self._client.stop()
+        self._client.close()
 
-    # -- kazoo threads: record what happened, never block
+    # -- kazoo's threads and our timer: record what happened, never block
 
     def _on_connection_state(self, state: str) -> None:
+        """kazoo's listener, on its connection thread."""
         with self._lock:
-            self._connection_changes += 1
-            if state != KazooState.CONNECTED:
-                self._leader = self._epoch = None
-                self._won_czxid = None
-                if self._leadership.lost():
-                    log.warning("elector %s: ZooKeeper connection %s; demoted", self._identity, state)
-        self._wake.set()
+            client_id = self._client.client_id
+            if state == KazooState.CONNECTED and client_id is not None:
+                self._connected, self._session = True, client_id[0]
+            else:
+                self._connected = False
+                if state == KazooState.LOST:
+                    self._ended_session, self._session = self._session, None
+            request = self._reconcile()
+        if state != KazooState.CONNECTED:
+            log.warning("elector %s: ZooKeeper connection %s", self._identity, state)
+        self._send(request)
 
-    def _on_znode_event(self, event: WatchedEvent) -> None:
-        self._wake.set()
+    def _on_znode(self, data: bytes | None, stat: ZnodeStat | None, event: WatchedEvent | None) -> bool:
+        """DataWatch's callback: the znode changed (``stat`` None: it does not exist).
 
-    def _resign(self) -> None:
-        # Called on the callback thread after on_elected raised.
-        with self._lock:
-            self._resigning = True
-            self._compete_after = time.monotonic() + self._resign_backoff
-        self._wake.set()
-
-    # -- the worker: the only thread that talks to ZooKeeper
-
-    def _run(self) -> None:
-        retry_in: float | None = None
-        while True:
-            self._wake.wait(retry_in)
-            self._wake.clear()
-            with self._lock:
-                if self._closing:
-                    return
-                changes = self._connection_changes
-                resigning = self._resigning
-            retry_in = None
-            if self._client.state != KazooState.CONNECTED:
-                continue  # the listener wakes us when connected again
-            try:
-                if resigning:
-                    self._give_up_znode()
-                retry_in = self._reconcile(changes)
-            except _DISCONNECTED:
-                pass
-            except KazooException as e:
-                log.warning("elector %s: ZooKeeper error, retrying: %r", self._identity, e)
-                retry_in = 1.0
-
-    def _give_up_znode(self) -> None:
-        """Delete the znode if our session holds it, then wait out the back-off."""
-        session_id = self.session_id
-        try:
-            _, stat = self._client.get(self._path)
-            if stat.ephemeralOwner == session_id:
-                self._client.delete(self._path, version=stat.version)
-        except NoNodeError:
-            pass
-        with self._lock:
-            self._resigning = False
-
-    def _reconcile(self, changes: int) -> float | None:
-        """Read the znode (creating it if vacant and we may compete), arm a watch and
-        record the outcome. Returns seconds until the worker should look again unprompted.
+        Runs on kazoo's callback thread or on a thread DataWatch spawned after a
+        reconnect, holding DataWatch's lock. Returns False once closing, which detaches it.
         """
-        session_id = self.session_id
-        if session_id is None:
-            return None
-        while True:
+        holder: LeaderIdentity | None = None
+        if data is not None:
             try:
-                data, stat = self._client.get(self._path, watch=self._on_znode_event)
-                break
-            except NoNodeError:
-                pass
-            wait = self._compete_after - time.monotonic()
-            if self._eligible and wait <= 0:
-                try:
-                    self._client.create(self._path, self._data, ephemeral=True, makepath=True)
-                except NodeExistsError:
-                    pass
-                continue
-            # A read of a missing znode sets no watch; exists() does.
-            if self._client.exists(self._path, watch=self._on_znode_event) is None:
-                self._observe(changes, session_id, None, None)
-                return wait if self._eligible else None
-        self._observe(changes, session_id, data, stat)
-        return None
-
-    def _observe(self, changes: int, session_id: int, data: bytes | None, stat: ZnodeStat | None) -> None:
-        mine = stat is not None and stat.ephemeralOwner == session_id
-        leader: LeaderIdentity | None = None
-        if mine:
-            leader = self._identity
-        elif data is not None:
-            try:
-                leader = LeaderIdentity.from_json(data)
+                holder = LeaderIdentity.from_json(data)
             except ValueError as e:
                 log.warning("elector %s: unreadable leader znode %s: %s", self._identity, self._path, e)
         with self._lock:
-            if changes != self._connection_changes or self._closing:
-                return  # the connection changed since this read; another pass is due
-            self._leader = leader
-            self._epoch = stat.czxid if stat is not None and leader is not None else None
-            if mine and not self._resigning:
-                if self._won_czxid not in (None, stat.czxid):
-                    # Our znode was replaced behind our back: that was another term.
-                    self._leadership.lost()
-                self._won_czxid = stat.czxid
-                self._leadership.won()
-            else:
-                self._won_czxid = None
+            if self._closing:
+                return False
+            self._reported = True
+            self._stat, self._holder = stat, holder
+            request = self._reconcile()
+        self._send(request)
+        return True
+
+    def _resign(self) -> None:
+        """`Leadership`'s resign hook (its callback thread, after ``on_elected`` raised)."""
+        with self._lock:
+            self._compete_after = time.monotonic() + self._resign_backoff
+            self._schedule(self._resign_backoff)
+            request = self._reconcile()  # deletes our znode
+        self._send(request)
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            if self._timer is threading.current_thread():
+                self._timer = None
+            request = self._reconcile()
+        self._send(request)
+
+    # -- the one place that decides; called with _lock held
+
+    def _reconcile(self) -> _Request | None:
+        """Bring ``leader()``, ``epoch()`` and the term in line with the last report.
+
+        Returns the ZooKeeper request to send once ``_lock`` is released (create or
+        delete the znode), or None.
+        """
+        stat = self._stat
+        if stat is not None and stat.ephemeralOwner == self._ended_session:
+            # ZooKeeper deleted it with that session; DataWatch will report what follows.
+            stat = None
+        known = not self._closing and self._connected and self._reported
+        ours = stat if known and stat is not None and stat.ephemeralOwner == self._session else None
+        backing_off = time.monotonic() < self._compete_after
+        self._leader = None if not known or stat is None else self._identity if ours else self._holder
+        self._epoch = stat.czxid if stat is not None and self._leader is not None else None
+        if ours is not None and not backing_off:
+            if self._won_czxid not in (None, ours.czxid):
+                # Our znode was replaced behind our back: that was another term.
                 self._leadership.lost()
+            self._won_czxid = ours.czxid
+            self._leadership.won()
+            return None
+        self._won_czxid = None
+        self._leadership.lost()
+        if ours is not None:
+            # Resigning: hand the znode over (again, if a reconnect kept it alive).
+            return functools.partial(self._delete, ours.version)
+        if known and stat is None and self._eligible and not backing_off:
+            return self._create
+        return None
+
+    def _schedule(self, delay: float) -> None:
+        """Reconcile again after ``delay`` seconds (a back-off ends, a retry is due)."""
+        if self._closing:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(delay, self._on_timer)
+        self._timer.name = f"election-zookeeper-timer {self._identity}"
+        self._timer.daemon = True
+        self._timer.start()
+
+    # -- requests: asynchronous, so they never block the kazoo thread that sends them
+
+    def _send(self, request: _Request | None) -> None:
+        if request is not None:
+            request()
+
+    def _create(self) -> None:
+        self._client.create_async(self._path, self._data, ephemeral=True, makepath=True).rawlink(self._created)
+
+    def _created(self, result: AsyncResult) -> None:
+        # Success needs nothing: DataWatch reports the new znode, owned by our session.
+        try:
+            result.get()
+        except NodeExistsError:
+            pass  # another node won the race; DataWatch reports its znode
+        except _DISCONNECTED:
+            pass  # the listener reconciles again once connected
+        except KazooException as e:
+            log.warning("elector %s: cannot create %s, retrying: %r", self._identity, self._path, e)
+            with self._lock:
+                self._schedule(_CREATE_RETRY)
+
+    def _delete(self, version: int) -> None:
+        self._client.delete_async(self._path, version=version).rawlink(self._deleted)
+
+    def _deleted(self, result: AsyncResult) -> None:
+        try:
+            result.get()
+        except (NoNodeError, BadVersionError):
+            pass  # already gone, or no longer the znode we held
+        except _DISCONNECTED:
+            pass  # reconciling after the reconnect deletes it if it is still ours
+        except KazooException as e:
+            log.warning("elector %s: cannot delete %s: %r", self._identity, self._path, e)

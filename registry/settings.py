@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from jproperties import ParseError, Properties
 
 from registry.compatibility import CompatibilityLevel
 from registry.modes import Mode
@@ -184,10 +187,11 @@ def load_settings(path: str | None = None, environ: Mapping[str, str] | None = N
     properties = dict(DEFAULTS)
     if path:
         try:
-            with open(path, encoding="utf-8") as handle:
-                properties.update(parse_properties(handle.read()))
+            with open(path, "rb") as handle:
+                data = handle.read()
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from None
+        properties.update(parse_properties(data, source=path))
     env = os.environ if environ is None else environ
     for name, value in env.items():
         if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX):
@@ -208,40 +212,45 @@ def env_to_property(name: str) -> str:
     return ".".join(part.replace("\0", "_") for part in body.replace("__", "\0").split("_"))
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java `.properties` text: `key=value`, `key: value` or `key value`, `#`/`!`
-    comments and backslash line continuations.
+def parse_properties(data: bytes, source: str = "properties") -> dict[str, str]:
+    """The key/value pairs of a `.properties` file, read exactly as Confluent reads its
+    configuration: ``java.util.Properties.load(InputStream)``.
 
-    Hand-written: the format is small and no pinned library is worth a dependency.
-    Unicode escapes beyond the common ones are not interpreted.
+    That decodes the bytes as ISO-8859-1 (one byte, one character); other characters
+    belong in ``\\uXXXX`` escapes. ASCII, and so every usual configuration, reads the
+    same in any encoding; raw UTF-8 bytes read as Java reads them (``é`` as ``Ã©``),
+    and no file fails to decode. Keys end at the first unescaped ``=``, ``:`` or
+    whitespace; ``#``/``!`` lines are comments; a line ending in an odd number of
+    backslashes continues; the last of duplicate keys wins (tests/unit/test_settings.py
+    holds Java's own answers).
+
+    Raises ConfigError, naming ``source``, on a malformed ``\\uXXXX`` escape (Java
+    refuses those too, but three it refuses are read here as the digits they hold: a
+    ``+``, a space or an ``_`` among them, which Python's ``int()`` allows) and on an
+    unpaired UTF-16 surrogate escape (Java keeps one; no usable setting holds one).
+    Linear in the size of ``data``.
     """
-    result: dict[str, str] = {}
-    logical = ""
-    for line in text.splitlines():
-        stripped = line.strip() if not logical else line.lstrip()
-        if not logical and (not stripped or stripped[0] in "#!"):
-            continue
-        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
-            logical += stripped[:-1]
-            continue
-        logical += stripped
-        key, value = _split_property(logical)
-        result[key] = value
-        logical = ""
-    if logical:
-        key, value = _split_property(logical)
-        result[key] = value
-    return result
+    parser = _JavaProperties()
+    try:
+        parser.load(data, encoding="iso-8859-1")
+    except ParseError as exc:
+        raise ConfigError(f"{source}, line {exc.line_number}: {exc.message or _MALFORMED}") from None
+    except struct.error:  # jproperties' answer to a signed escape such as \u-0e9
+        raise ConfigError(f"{source}: {_MALFORMED}") from None
+    return dict(parser.properties)
 
 
-def _split_property(line: str) -> tuple[str, str]:
-    for index, char in enumerate(line):
-        if char in "=:" or char.isspace():
-            key = line[:index]
-            rest = line[index:].lstrip()
-            if rest[:1] in ("=", ":") and not char in "=:":
-                rest = rest[1:].lstrip()
-            elif char in "=:":
-                rest = line[index + 1:].lstrip()
-            return key.strip(), rest.strip()
-    return line.strip(), ""
+_MALFORMED = "malformed \\uXXXX escape"
+
+
+class _JavaProperties(Properties):
+    """jproperties' parser without its one extension to the format.
+
+    jproperties reads a ``#:``/``!:`` comment as a ``key=value`` of metadata for the
+    next property, and refuses one with no key (``#:`` alone); ``java.util.Properties``
+    skips every comment line, whatever follows the marker.
+    """
+
+    def _parse_comment(self) -> None:
+        self._getc()  # the comment marker
+        self._skip_natural_line()

@@ -12,30 +12,15 @@ every test needing a server fails, saying so.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_infra() -> ModuleType:
-    # infra/ is a tool folder, not a package of ours: load the script by path.
-    spec = importlib.util.spec_from_file_location("infra_tool", ROOT / "infra" / "infra.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-infra = _load_infra()
+# The repository root is on sys.path (pytest puts the parent of the `tests` package
+# there), so the standard-library-only `infra` package imports like any other.
+import infra
 
 
 def _require_jars() -> None:

@@ -7,7 +7,7 @@
 Every node is `schema-registry serve` (a granian supervisor and its worker) in its own
 process group, on a free port, sharing one fresh `_schemas` topic. The Kafka and
 ZooKeeper it needs are given (tests get them from tests/conftest.py,
-benchmarks from infra/infra.py). Every process started here is killed on exit.
+benchmarks from the `infra` package). Every process started here is killed on exit.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import infra
+import infra
 from tests.integration.election.conftest import Cluster, report_timing, wait_until
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,6 @@ downloaded. It is stopped, and its JVM ended, when the test session ends.
 from __future__ import annotations
 
 import decimal
-import importlib.util
 import os
 import sys
 import uuid
@@ -15,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,6 +21,7 @@ from confluent_kafka import SerializingProducer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.serialization import StringSerializer
 
+import infra
 from registry.client import SchemaRegistryClient
 from registry.serde import AvroSerializer
 
@@ -33,22 +32,9 @@ from registry_process import registry  # noqa: E402
 TIMEOUT = 60.0
 
 
-def _infra() -> ModuleType:
-    # infra/ is a tool folder, not a package: load the script by path (once per process).
-    module = sys.modules.get("infra_tool")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("infra_tool", ROOT / "infra" / "infra.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A local SparkSession with Spark's Kafka source and spark-avro on its class path."""
-    infra = _infra()
     if not infra.jars_ready(components=(infra.SPARK_COMPONENT,)):
         pytest.fail(f"Spark connector jars are missing or stale in {infra.JARS_DIR / 'spark'}: "
                     "run `make infra-fetch` first (tests never download them)", pytrace=False)

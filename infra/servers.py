@@ -1,18 +1,4 @@
-#!/usr/bin/env python3
-"""Local, real Apache Kafka (KRaft) and Apache ZooKeeper for development, tests and CI.
-
-No Docker: the servers are the official jars from Maven Central (see ``infra/pom.xml``),
-run as plain JVM processes bound to 127.0.0.1 on free ports. Standard library only,
-because this runs before any virtualenv exists.
-
-Command line (wired to make targets by the Makefile)::
-
-    python3 infra/infra.py fetch    # mvn -> .infra/jars/{kafka,zookeeper,spark} (make infra-fetch)
-    python3 infra/infra.py up       # start both under .infra/run/          (make infra-up)
-    python3 infra/infra.py down     # stop both, keep logs and data          (make infra-down)
-    python3 infra/infra.py status   # exit 0 only if both are up and healthy
-
-Python API (used by ``tests/integration/conftest.py``)::
+"""Kafka (KRaft) and ZooKeeper as plain JVM processes bound to 127.0.0.1 on free ports.
 
     zk = ZooKeeperServer(tmp / "zk"); zk.start()        # zk.connect == "127.0.0.1:PORT"
     kafka = KafkaServer(tmp / "kafka"); kafka.start()   # kafka.bootstrap == "127.0.0.1:PORT"
@@ -25,258 +11,25 @@ it never touches the caller's group.
 
 from __future__ import annotations
 
-import argparse
-import base64
 import contextlib
-import ctypes
-import hashlib
 import json
 import os
-import re
-import shutil
 import signal
 import socket
 import struct
 import subprocess
-import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-POM = Path(__file__).resolve().parent / "pom.xml"
-SPARK_POM = Path(__file__).resolve().parent / "spark-pom.xml"
-INFRA_DIR = ROOT / ".infra"
-JARS_DIR = INFRA_DIR / "jars"
-RUN_DIR = INFRA_DIR / "run"
-HOST = "127.0.0.1"
-
-# Profiles in infra/pom.xml; each resolves into JARS_DIR/<profile>.
-COMPONENTS = ("kafka", "zookeeper")
-# Not a server: Spark's Kafka and Avro connectors for registry/spark, handed to a
-# SparkSession through spark.jars (profile "spark" in infra/spark-pom.xml).
-SPARK_COMPONENT = "spark"
-_POMS = {"kafka": POM, "zookeeper": POM, SPARK_COMPONENT: SPARK_POM}
-_FETCH_MARKER = ".fetched"
-
-
-class InfraError(RuntimeError):
-    """A server could not be fetched, started, probed or stopped."""
-
-
-# --------------------------------------------------------------------------- fetch
-
-
-def _pom_digest(component: str) -> str:
-    return hashlib.sha256(_POMS[component].read_bytes()).hexdigest()
-
-
-def jars_ready(jars_dir: Path = JARS_DIR, components: tuple[str, ...] = COMPONENTS) -> bool:
-    """True when every component's jars were fetched completely from its current pom.
-
-    ``components`` defaults to the servers; pass ``(SPARK_COMPONENT,)`` for Spark's.
-    Does not block and does not raise.
-    """
-    try:
-        return all(
-            (jars_dir / c / _FETCH_MARKER).read_text().strip() == _pom_digest(c)
-            for c in components
-        )
-    except OSError:
-        return False
-
-
-def fetch(
-    jars_dir: Path = JARS_DIR,
-    *,
-    quiet: bool = True,
-    components: tuple[str, ...] = (*COMPONENTS, SPARK_COMPONENT),
-) -> None:
-    """Resolve Kafka's and ZooKeeper's runtime classpaths, and Spark's connector jars,
-    from Maven Central with mvn.
-
-    Idempotent: a component whose folder was completed from the same pom is skipped.
-    Each component resolves into a staging folder that is renamed into place only after
-    mvn succeeded, so an interrupted fetch never leaves a half-filled classpath behind.
-
-    Blocks for as long as mvn runs (tens of seconds cold, ~0 warm).
-    Raises InfraError if mvn is missing or fails (its output is included).
-    """
-    mvn = shutil.which("mvn")
-    jars_dir.mkdir(parents=True, exist_ok=True)
-    for component in components:
-        digest = _pom_digest(component)
-        dest = jars_dir / component
-        marker = dest / _FETCH_MARKER
-        if marker.is_file() and marker.read_text().strip() == digest:
-            if not quiet:
-                print(f"{component}: already fetched in {dest}")
-            continue
-        if mvn is None:
-            raise InfraError("mvn not found on PATH; install Maven 3.8+ and a JDK 17+")
-        staging = jars_dir / f".staging-{component}"
-        shutil.rmtree(staging, ignore_errors=True)
-        # One line even when quiet: a cold fetch takes a minute and would look hung.
-        print(f"infra: fetching {component} jars with mvn ...", file=sys.stderr, flush=True)
-        cmd = [
-            mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(_POMS[component]), "-P", component,
-            f"-Djars.dir={staging}", "dependency:copy-dependencies",
-        ]
-        started = time.monotonic()
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        produced = staging / component
-        if res.returncode != 0 or not any(produced.glob("*.jar")):
-            output = re.sub(r"\x1b\[[0-9;]*m", "", res.stdout)  # mvn colours even with -B
-            tail = "\n".join(output.strip().splitlines()[-40:])
-            shutil.rmtree(staging, ignore_errors=True)
-            raise InfraError(
-                f"mvn failed to fetch {component} (exit {res.returncode}):\n"
-                f"  {' '.join(cmd)}\n{tail}"
-            )
-        # Replace the whole folder so jars from an older pom cannot linger on the classpath.
-        shutil.rmtree(dest, ignore_errors=True)
-        produced.rename(dest)
-        shutil.rmtree(staging, ignore_errors=True)
-        marker.write_text(digest + "\n")
-        if not quiet:
-            n = len(list(dest.glob("*.jar")))
-            print(f"{component}: fetched {n} jars into {dest} in {time.monotonic() - started:.0f}s")
-
-
-def build_cds(jars_dir: Path = JARS_DIR, *, quiet: bool = True) -> None:
-    """Train a class-data-sharing archive per server: start it once, stop it cleanly,
-    and let the JVM dump the classes it loaded. Later starts map that archive and come
-    up roughly twice as fast (Kafka ~5 s -> ~2.5 s on two cores).
-
-    Idempotent (skips archives that exist for the current JDK). Best effort: blocks
-    ~10 s when it has work, prints a warning on failure and never raises, since the
-    servers run fine without an archive.
-    """
-    for cls in (ZooKeeperServer, KafkaServer):
-        with tempfile.TemporaryDirectory(prefix=f"infra-cds-{cls.name}-") as tmp:
-            server = cls(tmp, jars_dir=jars_dir)
-            target = server.cds_archive
-            if target.is_file() or not any(server.jars.glob("*.jar")):
-                continue
-            dump = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            server._cds_dump = dump
-            started = time.monotonic()
-            try:
-                server.start()
-                server.stop(timeout=30)  # the archive is written during a clean exit
-                if dump.is_file():
-                    os.replace(dump, target)  # atomic: concurrent readers see all or nothing
-                    if not quiet:
-                        print(f"{cls.name}: CDS archive built in {time.monotonic() - started:.0f}s")
-                else:
-                    print(f"infra: warning: {cls.name} wrote no CDS archive", file=sys.stderr)
-            except InfraError as e:
-                print(f"infra: warning: no CDS archive for {cls.name}: {e}", file=sys.stderr)
-            finally:
-                server.kill()
-                dump.unlink(missing_ok=True)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def free_port(reserved: set[int] | None = None) -> int:
-    """Return a TCP port on 127.0.0.1 that the kernel just reported as free.
-
-    There is a short race until the server binds it; callers retry start-up on a
-    bind failure. Ports in ``reserved`` are never returned. Does not block.
-    """
-    for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
-        if not reserved or port not in reserved:
-            return port
-    raise InfraError("could not find a free port")
-
-
-def port_is_free(port: int) -> bool:
-    """True if nothing listens on 127.0.0.1:port and it can be bound. Does not block."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").is_file():
-        return str(Path(home) / "bin" / "java")
-    java = shutil.which("java")
-    if not java:
-        raise InfraError("java not found (need JDK 17+ on PATH or JAVA_HOME)")
-    return java
-
-
-def _jdk_tag() -> str:
-    """Short id of the JDK in use: a CDS archive only fits the JVM build that wrote it."""
-    java = Path(os.path.realpath(_java()))
-    libjvm = java.parent.parent / "lib" / "server" / "libjvm.so"
-    probe = libjvm if libjvm.is_file() else java
-    st = probe.stat()
-    return hashlib.sha256(f"{probe}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
-
-
-def _pid_alive(pid: int) -> bool:
-    """True if pid exists and is not a zombie (an unreaped zombie holds no sockets)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    # Field 3 follows the parenthesised command name, which may itself contain spaces.
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
-
-
-def _pid_cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-_PR_SET_PDEATHSIG = 1
-try:
-    # Looked up here, not in the forked child, where only async-signal-safe work belongs.
-    _prctl: Callable[..., int] | None = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux/glibc: no parent-death signal
-    _prctl = None
-
-
-def _die_with_parent() -> None:
-    """preexec_fn: ask Linux to SIGKILL the child when the thread that forked it dies.
-
-    Test sessions that are killed hard (SIGKILL, OOM) cannot run their finalizers;
-    this makes sure their JVMs do not outlive them. Note it is the forking *thread*
-    that counts, so start servers from a thread that outlives them (pytest's main one).
-    """
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _log_tail(path: Path, lines: int = 30) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 16384))
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-# --------------------------------------------------------------------------- servers
+from infra.errors import InfraError
+from infra.jvm import java, jdk_tag
+from infra.kafka_probe import kafka_metadata
+from infra.kafka_uuid import random_uuid
+from infra.paths import JARS_DIR
+from infra.ports import HOST, free_port, port_is_free
+from infra.processes import die_with_parent_preexec, log_tail, pid_alive, pid_cmdline
 
 
 class JavaServer:
@@ -284,7 +37,7 @@ class JavaServer:
 
     Files: ``<workdir>/<name>/`` holds configuration and data, ``<workdir>/<name>.log``
     the process's stdout+stderr (appended across restarts), ``<workdir>/<name>.json``
-    its pid and ports so that another process (``infra.py down``) can find it.
+    its pid and ports so that another process (``python3 -m infra down``) can find it.
     """
 
     name = "server"
@@ -378,11 +131,11 @@ class JavaServer:
         """True if our JVM is alive (not necessarily serving yet). Does not block."""
         if self._proc is not None:
             return self._proc.poll() is None
-        if not self.pid or not _pid_alive(self.pid):
+        if not self.pid or not pid_alive(self.pid):
             return False
         # The pid may have been reused by an unrelated process since the state was
         # written: it is ours only if it runs our main class from our directory.
-        cmd = _pid_cmdline(self.pid)
+        cmd = pid_cmdline(self.pid)
         return self.main_class in cmd and str(self.home) in cmd
 
     def is_healthy(self) -> bool:
@@ -430,17 +183,17 @@ class JavaServer:
                 self.log_path.replace(self.log_path.with_name(self.log_path.name + ".1"))
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
-            log.write(f"\n===== infra.py: starting {self.name} at {time.ctime()} =====\n".encode())
+            log.write(f"\n===== infra: starting {self.name} at {time.ctime()} =====\n".encode())
             log.flush()
             self._proc = subprocess.Popen(
-                [_java(), *args],
+                [java(), *args],
                 cwd=self.home,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 # Own process group: stop() signals the group, never the caller's.
                 start_new_session=True,
-                preexec_fn=_die_with_parent if self.die_with_parent else None,
+                preexec_fn=die_with_parent_preexec if self.die_with_parent else None,
             )
         self.pid = self._proc.pid
         self._save_state()
@@ -451,14 +204,14 @@ class JavaServer:
             if not self.is_running():
                 raise InfraError(
                     f"{self.name} exited during start-up; see {self.log_path}:\n"
-                    f"{_log_tail(self.log_path)}"
+                    f"{log_tail(self.log_path)}"
                 )
             if self.probe(timeout=1.0):
                 return
             if time.monotonic() > deadline:
                 raise InfraError(
                     f"{self.name} did not serve clients within {timeout:.0f}s; "
-                    f"see {self.log_path}:\n{_log_tail(self.log_path)}"
+                    f"see {self.log_path}:\n{log_tail(self.log_path)}"
                 )
             time.sleep(0.1)
 
@@ -521,7 +274,7 @@ class JavaServer:
         Blocks until serving again. Raises InfraError like ``start()``, and also if the
         old ports are not free again within 10 s (clients hold the old endpoint, so
         moving silently would break them). With ``die_with_parent`` the new JVM is tied
-        to the calling thread (see ``_die_with_parent``).
+        to the calling thread (see ``die_with_parent_preexec``).
         """
         if hard:
             self.kill()
@@ -545,7 +298,7 @@ class JavaServer:
     @property
     def cds_archive(self) -> Path:
         """This server's class-data-sharing archive for the current JDK (may not exist)."""
-        return self.jars / f".cds-{_jdk_tag()}.jsa"
+        return self.jars / f".cds-{jdk_tag()}.jsa"
 
     def _jvm_common(self, heap: str | None = None, *, may_dump: bool = True) -> list[str]:
         flags = [
@@ -790,10 +543,11 @@ class KafkaServer(JavaServer):
                     self.cluster_id = line.split("=", 1)[1].strip()
             return
         if not self.cluster_id:
-            # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding.
-            self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            # As Kafka draws them: never one starting with "-", which `format -t` would
+            # take for an option (see infra.kafka_uuid).
+            self.cluster_id = random_uuid()
         cmd = [
-            _java(),
+            java(),
             # A short-lived tool: the C1 compiler alone starts faster.
             "-XX:TieredStopAtLevel=1",
             *self._jvm_common("128m", may_dump=False),
@@ -802,17 +556,17 @@ class KafkaServer(JavaServer):
             "-t", self.cluster_id, "-c", str(props), "--ignore-formatted",
         ]
         with open(self.log_path, "ab") as log:
-            log.write(b"\n===== infra.py: formatting KRaft storage =====\n")
+            log.write(b"\n===== infra: formatting KRaft storage =====\n")
             log.flush()
             res = subprocess.run(
                 cmd, cwd=self.home, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, timeout=120,
-                preexec_fn=_die_with_parent if self.die_with_parent else None,
+                preexec_fn=die_with_parent_preexec if self.die_with_parent else None,
             )
         if res.returncode != 0:
             raise InfraError(
                 f"kafka storage format failed (exit {res.returncode}); see {self.log_path}:\n"
-                f"{_log_tail(self.log_path)}"
+                f"{log_tail(self.log_path)}"
             )
 
     def metadata(self, timeout: float = 2.0) -> dict[str, Any]:
@@ -824,7 +578,7 @@ class KafkaServer(JavaServer):
         """
         with socket.create_connection((HOST, self.port), timeout=timeout) as s:
             s.settimeout(timeout)
-            return _kafka_metadata(s)
+            return kafka_metadata(s)
 
     def probe(self, timeout: float = 2.0) -> bool:
         # Serving means: our broker (same cluster id) is registered, unfenced (only
@@ -840,83 +594,6 @@ class KafkaServer(JavaServer):
             and (not self.cluster_id or md["cluster_id"] == self.cluster_id)
             and any(b[2] == self.port for b in md["brokers"])
         )
-
-
-# --------------------------------------------------------------------------- Kafka wire
-
-
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by broker")
-        buf += chunk
-    return bytes(buf)
-
-
-def _kafka_call(s: socket.socket, api_key: int, version: int, corr: int, body: bytes) -> bytes:
-    client_id = b"infra-probe"
-    # Request header v1 (non-flexible): api_key, api_version, correlation_id, client_id.
-    msg = struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id + body
-    s.sendall(struct.pack(">i", len(msg)) + msg)
-    (size,) = struct.unpack(">i", _recv_exact(s, 4))
-    resp = _recv_exact(s, size)
-    if struct.unpack_from(">i", resp)[0] != corr:
-        raise InfraError("kafka probe: correlation id mismatch")
-    return resp[4:]  # response header v0 is just the correlation id
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> Any:
-        vals = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return vals[0] if len(vals) == 1 else vals
-
-    def string(self) -> str | None:
-        n = self.take(">h")
-        if n < 0:
-            return None
-        self.pos += n
-        return self.data[self.pos - n : self.pos].decode()
-
-
-_API_METADATA, _API_VERSIONS = 3, 18
-_METADATA_VERSION = 4  # the oldest version Kafka 4.x still accepts (KIP-896)
-
-
-def _kafka_metadata(s: socket.socket) -> dict[str, Any]:
-    # ApiVersions v0 is answered by every broker version; use it to make sure the
-    # broker still speaks the Metadata version we encode by hand.
-    r = _Reader(_kafka_call(s, _API_VERSIONS, 0, 1, b""))
-    if r.take(">h") != 0:
-        raise InfraError("kafka probe: ApiVersions failed")
-    ranges = {}
-    for _ in range(r.take(">i")):
-        key, lo, hi = r.take(">hhh")
-        ranges[key] = (lo, hi)
-    lo, hi = ranges.get(_API_METADATA, (1, 0))
-    if not lo <= _METADATA_VERSION <= hi:
-        raise InfraError(f"kafka probe: broker does not accept Metadata v{_METADATA_VERSION}")
-    # Metadata v4 body: topics = [] (none, we only want brokers), allow_auto_create = false.
-    r = _Reader(_kafka_call(s, _API_METADATA, _METADATA_VERSION, 2, struct.pack(">ib", 0, 0)))
-    r.take(">i")  # throttle_time_ms
-    brokers = []
-    for _ in range(r.take(">i")):
-        node_id = r.take(">i")
-        host = r.string()
-        port = r.take(">i")
-        r.string()  # rack
-        brokers.append((node_id, host, port))
-    cluster_id = r.string()
-    controller_id = r.take(">i")
-    return {"brokers": brokers, "cluster_id": cluster_id, "controller_id": controller_id}
-
-
-# --------------------------------------------------------------------------- API
 
 
 @contextlib.contextmanager
@@ -976,111 +653,3 @@ def start_all(
             with contextlib.suppress(Exception):
                 server.kill()
         raise
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _cli_servers() -> tuple[ZooKeeperServer, KafkaServer]:
-    zk = ZooKeeperServer(RUN_DIR, die_with_parent=False)
-    kf = KafkaServer(RUN_DIR, die_with_parent=False)
-    zk.load_state()
-    kf.load_state()
-    return zk, kf
-
-
-def _write_endpoints(zk: ZooKeeperServer, kf: KafkaServer) -> str:
-    text = f"KAFKA_BOOTSTRAP={kf.bootstrap}\nZOOKEEPER_CONNECT={zk.connect}\n"
-    (RUN_DIR / "endpoints.env").write_text(text)
-    return text
-
-
-def cmd_fetch(args: argparse.Namespace) -> int:
-    fetch(quiet=not args.verbose)
-    build_cds(quiet=not args.verbose)
-    if args.verbose:
-        print(f"jars ready in {JARS_DIR}")
-    return 0
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    if not jars_ready():
-        print(f"jars missing or stale in {JARS_DIR}: run `make infra-fetch` first", file=sys.stderr)
-        return 2
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
-    zk, kf = _cli_servers()
-    if args.fresh:
-        for server in (zk, kf):
-            server.stop()
-            shutil.rmtree(server.home, ignore_errors=True)
-            server.state_path.unlink(missing_ok=True)
-        zk, kf = _cli_servers()
-    todo: list[JavaServer] = []
-    for server in (zk, kf):
-        if server.is_running():
-            if server.probe(timeout=5.0):
-                continue
-            # Alive but not answering: a wedged leftover; replace it.
-            server.stop(timeout=15)
-        todo.append(server)
-    started = time.monotonic()
-    start_all(todo)
-    if todo:
-        names = ", ".join(s.name for s in todo)
-        print(f"started {names} in {time.monotonic() - started:.1f}s (logs: {RUN_DIR}/*.log)",
-              file=sys.stderr)
-    print(_write_endpoints(zk, kf), end="")
-    return 0
-
-
-def cmd_down(args: argparse.Namespace) -> int:
-    zk, kf = _cli_servers()
-    for server in (kf, zk):
-        was_running = server.is_running()
-        server.stop(timeout=args.timeout)
-        print(f"{server.name}: {'stopped' if was_running else 'not running'}")
-    (RUN_DIR / "endpoints.env").unlink(missing_ok=True)
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    zk, kf = _cli_servers()
-    ok = True
-    for server in (zk, kf):
-        if not server.is_running():
-            print(f"{server.name}: down")
-            ok = False
-        elif server.probe():
-            print(f"{server.name}: up {server.endpoint} (pid {server.pid})")
-        else:
-            print(f"{server.name}: running but not answering {server.endpoint} (pid {server.pid})")
-            ok = False
-    return 0 if ok else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser(
-        "fetch", help="download the servers' and Spark's connector jars with mvn into .infra/jars"
-    )
-    p.add_argument("-v", "--verbose", action="store_true")
-    p.set_defaults(func=cmd_fetch)
-    p = sub.add_parser("up", help="start ZooKeeper and Kafka under .infra/run")
-    p.add_argument("--fresh", action="store_true", help="wipe their data first")
-    p.set_defaults(func=cmd_up)
-    p = sub.add_parser("down", help="stop them (logs and data are kept)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL")
-    p.set_defaults(func=cmd_down)
-    p = sub.add_parser("status", help="exit 0 if both are up")
-    p.set_defaults(func=cmd_status)
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except InfraError as e:
-        print(f"infra: {e}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
