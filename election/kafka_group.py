@@ -28,8 +28,11 @@ before leaving, so the others stop naming it at once.
 Why commits and not something else:
 - The coordinator accepts a commit only from a current member of the current group
   generation. A deposed leader that wakes up from a pause, or is cut off, has its
-  commits refused (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION): it can never announce
-  itself over its successor, and a refused beat demotes it at once. A leader that
+  commits refused (UNKNOWN_MEMBER_ID once evicted): it can never announce itself over
+  its successor, and a beat refused so demotes it at once. A beat refused only because
+  the group is rebalancing (ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS: a node joined or
+  left) is sent again once the group settles; if the rebalance moved partition 0 away,
+  its revocation demotes the leader. A leader that
   published its identity to a topic would not be fenced like that: paused between
   winning and publishing, it could publish after its successor and be believed.
 - ``AdminClient.describe_consumer_groups`` (find the member holding partition 0) was
@@ -89,11 +92,21 @@ _POLL_SECONDS = 0.1
 _CLAIM_RETRY_SECONDS = 0.5
 # The coordinator refused a commit because this member is not (any more) in the
 # current generation: whatever it claimed is void.
+# The coordinator no longer knows this member: it was evicted (a session that lapsed
+# while paused or cut off) or replaced. A beat refused so means deposed.
 _FENCED = frozenset({
     KafkaError.UNKNOWN_MEMBER_ID,
-    KafkaError.ILLEGAL_GENERATION,
     KafkaError.FENCED_INSTANCE_ID,
 })
+# The member is known but the group's generation moved on: a rebalance (a node joining
+# or leaving) is under way or just ended. The leader keeps partition 0 through it (the
+# sticky assignor; losing it calls on_revoke/on_lost), so its beat is simply sent again
+# once the group has settled.
+_REBALANCING = frozenset({
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.REBALANCE_IN_PROGRESS,
+})
+_BEAT_RETRY_SECONDS = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +447,7 @@ class KafkaGroupElector:
             return
         if errors:
             fenced = any(e.code() in _FENCED for e in errors)
+            rebalancing = not fenced and any(e.code() in _REBALANCING for e in errors)
             log.log(logging.WARNING if fenced else logging.INFO,
                     "elector %s: %s commit refused: %s", self._identity, kind, errors[0])
             if fenced and kind == "beat":
@@ -441,6 +455,8 @@ class KafkaGroupElector:
                     self._claimed = False
                     if self._leadership.lost():
                         log.warning("elector %s: the coordinator refused our beat; demoted", self._identity)
+            elif rebalancing and kind == "beat":
+                self._next_beat_at = time.monotonic() + _BEAT_RETRY_SECONDS
             return
         with self._lock:
             if kind == "claim" and self._owns_partition and not (self._resigning or self._closing):
