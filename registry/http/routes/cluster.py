@@ -13,7 +13,9 @@ cluster_routes = Blueprint("cluster", __name__)
 
 
 @cluster_routes.get("/")
+@cluster_routes.post("/")
 def root() -> Any:
+    """Confluent's RootResource: an empty map for GET and for POST (whatever the body)."""
     return json_response({})
 
 
