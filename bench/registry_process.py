@@ -72,12 +72,14 @@ def rss_kib(pid: int) -> int:
 
 
 @contextmanager
-def registry(data_dir: Path, env: dict[str, str] | None = None, ready_timeout: float = 60) -> Iterator[tuple[str, int]]:
-    """Run `schema-registry serve` on a free loopback port; yield (url, pid). Always stops it."""
+def registry(data_dir: Path, env: dict[str, str] | None = None, ready_timeout: float = 60,
+             cli: Path = CLI) -> Iterator[tuple[str, int]]:
+    """Run `schema-registry serve` (this checkout's, or `cli`: another checkout's, to compare
+    before and after in one run) on a free loopback port; yield (url, pid). Always stops it."""
     port = free_port()
     environ = dict(os.environ, SCHEMA_REGISTRY_LISTENERS=f"http://127.0.0.1:{port}",
                    SCHEMA_REGISTRY_EMBEDDED_STORE_PATH=str(data_dir), **(env or {}))
-    proc = subprocess.Popen([str(CLI), "serve", "--log-level", "WARNING"], env=environ,
+    proc = subprocess.Popen([str(cli), "serve", "--log-level", "WARNING"], env=environ,
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
