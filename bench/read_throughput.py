@@ -76,6 +76,19 @@ def measure(url: str, runs: int, duration: int, script: Path) -> tuple[float, fl
             [r[0] for r in results])
 
 
+def alternate(urls: list[str], runs: int, duration: int, script: Path) -> list[tuple[float, float, list[float]]]:
+    """`measure` for several servers, their runs interleaved so that load from elsewhere
+    on the machine falls on all of them alike."""
+    for url in urls:
+        wrk(url, 2, script)  # warm-up
+    results: list[list[tuple[float, float]]] = [[] for _ in urls]
+    for _ in range(runs):
+        for index, url in enumerate(urls):
+            results[index].append(wrk(url, duration, script))
+    return [(statistics.median(r[0] for r in each), statistics.median(r[1] for r in each), [r[0] for r in each])
+            for each in results]
+
+
 def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float, float, list[float]]:
     work = Path(tempfile.mkdtemp())
     (work / "ceiling_app.py").write_text(CEILING_APP)
@@ -106,6 +119,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--threads", default="32", help="server.threads values to try, comma-separated")
+    parser.add_argument("--before", type=Path,
+                        help="also measure this checkout (its .venv/bin/schema-registry), alternating runs with ours")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install -y wrk")
@@ -114,6 +129,7 @@ def main() -> None:
     script.write_text(LUA)
     rows = []
     flask_rows = []
+    before_rows: list[tuple] = []
     try:
         for threads in [int(t) for t in args.threads.split(",")]:
             data = work / f"read-{threads}"
@@ -121,7 +137,18 @@ def main() -> None:
             prefill(data, 1000)
             latest = work / "latest.lua"
             latest.write_text(LATEST_LUA)
-            with registry(data, {"SCHEMA_REGISTRY_SERVER_THREADS": str(threads)}) as (url, _):
+            env = {"SCHEMA_REGISTRY_SERVER_THREADS": str(threads)}
+            if args.before:
+                before_data = work / f"before-{threads}"
+                before_data.mkdir()
+                prefill(before_data, 1000)
+                with registry(data, env) as (url, _), \
+                        registry(before_data, env, cli=args.before / ".venv" / "bin" / "schema-registry") as (old, _):
+                    for label, lua in (("GET /schemas/ids/{id}", script), ("GET /subjects/{s}/versions/latest", latest)):
+                        (n_rps, n_p99, n_each), (o_rps, o_p99, o_each) = alternate([url, old], args.runs,
+                                                                                   args.duration, lua)
+                        before_rows.append((label, n_rps, n_p99, n_each, o_rps, o_p99, o_each))
+            with registry(data, env) as (url, _):
                 rps, p99, each = measure(url, args.runs, args.duration, script)
                 f_rps, f_p99, f_each = measure(url, args.runs, args.duration, latest)
             rows.append((f"ours, server.threads={threads}", rps, p99, each))
@@ -153,6 +180,12 @@ def main() -> None:
     for name, rps, p99, each in flask_rows:
         print(f"{name:48} {rps:8.0f} {p99:8.1f}  {', '.join(f'{r:.0f}' for r in each)}  "
               f"({rps / CONFLUENT_PUBLISHED:.2f}x Confluent's published figure)")
+    if before_rows:
+        print(f"\nThis checkout against {args.before}, runs alternating between the two, median")
+        for label, n_rps, n_p99, n_each, o_rps, o_p99, o_each in before_rows:
+            print(f"{label:36} after {n_rps:8.0f} req/s p99 {n_p99:6.1f} ms ({', '.join(f'{r:.0f}' for r in n_each)}); "
+                  f"before {o_rps:8.0f} req/s p99 {o_p99:6.1f} ms ({', '.join(f'{r:.0f}' for r in o_each)}); "
+                  f"ratio {n_rps / o_rps:.2f}x")
     print(f"\nRSS, supervisor + worker: empty registry {rss_empty / 1024:.1f} MiB, "
           f"10,000 schemas {rss_full / 1024:.1f} MiB (+{(rss_full - rss_empty) / 1024:.1f} MiB)")
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import avro_record, registry  # noqa: E402
+from registry_process import CLI, avro_record, registry  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -77,12 +77,12 @@ end
 """
 
 
-def ours(data: Path, writers: int, seconds: int, env: dict[str, str] | None = None
-         ) -> tuple[float, float, float]:
-    """(p50 ms, p99 ms, writes/s) from wrk with `writers` connections."""
+def ours(data: Path, writers: int, seconds: int, env: dict[str, str] | None = None,
+         cli: Path = CLI) -> tuple[float, float, float]:
+    """(p50 ms, p99 ms, writes/s) from wrk with `writers` connections (`cli`: another checkout's)."""
     script = data / "register.lua"
     script.write_text(WRK_REGISTER)
-    with registry(data, env) as (url, _):
+    with registry(data, env, cli=cli) as (url, _):
         requests.post(f"{url}/subjects/warm-up/versions", data=json.dumps({"schema": avro_record(0)}),
                       headers={"Content-Type": "application/json"}).raise_for_status()
         out = subprocess.run(["wrk", f"-t{min(2, writers)}", f"-c{writers}", f"-d{seconds}s", "--latency",
@@ -151,6 +151,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10, help="how long wrk registers")
     parser.add_argument("--writers", type=int, default=10)
     parser.add_argument("--kafka", help="bootstrap servers: store schemas in Kafka instead")
+    parser.add_argument("--before", type=Path,
+                        help="also measure this checkout (its .venv/bin/schema-registry), alternating rounds with ours")
+    parser.add_argument("--rounds", type=int, default=1, help="with --before: rounds of (ours, before)")
     args = parser.parse_args()
     per_writer = args.writes // args.writers
     work = Path(tempfile.mkdtemp())
@@ -167,13 +170,43 @@ def main() -> None:
         else:
             mine = ("ours: POST /subjects/{s}/versions, embedded store", *ours(work / "ours", args.writers, args.seconds))
             reference = ("reference: durable SQLite commit only", *summary(*sqlite_floor(work, args.writers, per_writer)))
+        compared = compare(work, args) if args.before else []
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    for line in compared:
+        print(line)
     print(f"\nRegister latency, {args.writers} concurrent writers")
     print(f"{'path':52} {'p50 ms':>7} {'p99 ms':>7} {'writes/s':>9}")
     for name, p50, p99, rate in (mine, reference):
         print(f"{name:52} {p50:7.2f} {p99:7.2f} {rate:9.0f}")
     print(f"ratio p50 ours/floor: {mine[1] / reference[1]:.2f}x, writes/s ours/floor: {mine[3] / reference[3]:.2f}x")
+
+
+def compare(work: Path, args: argparse.Namespace) -> list[str]:
+    """Ours against `args.before`, rounds alternating; one printed line per side."""
+    old_cli = args.before / ".venv" / "bin" / "schema-registry"
+    results: dict[str, list[tuple[float, float, float]]] = {"after": [], "before": []}
+    for round_ in range(args.rounds):
+        for side, cli in (("after", CLI), ("before", old_cli)):
+            data = work / f"{side}-{round_}"
+            data.mkdir()
+            env = None
+            if args.kafka:
+                env = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": args.kafka,
+                       "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",
+                       "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": f"_schemas_bench_{uuid.uuid4().hex[:8]}",
+                       "SCHEMA_REGISTRY_KAFKASTORE_TOPIC_REPLICATION_FACTOR": "1"}
+            results[side].append(ours(data, args.writers, args.seconds, env, cli))
+    lines = [f"\nThis checkout against {args.before} ({args.rounds} rounds alternating, median), "
+             f"{'Kafka' if args.kafka else 'embedded'} store, {args.writers} writers"]
+    medians = {}
+    for side, each in results.items():
+        p50, p99, rate = (statistics.median(r[i] for r in each) for i in range(3))
+        medians[side] = rate
+        lines.append(f"{side:7} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  {rate:7.0f} writes/s  "
+                     f"(rounds: {', '.join(f'{r[2]:.0f}' for r in each)})")
+    lines.append(f"ratio writes/s after/before: {medians['after'] / medians['before']:.2f}x")
+    return lines
 
 
 def summary(latencies: list[float], elapsed: float) -> tuple[float, float, float]:
