@@ -8,6 +8,7 @@ Nothing is planned for a request that fails validation (DESIGN invariant 6).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -590,9 +591,11 @@ _RESERVED_SUBJECTS = frozenset({"__GLOBAL", "__EMPTY"})
 def check_subject(subject: str) -> None:
     """Refuse a subject Confluent refuses (42208): one holding a control character
     (U+0000-U+001F, U+007F-U+009F, as Java's `isISOControl`) or a reserved name."""
-    if subject in _RESERVED_SUBJECTS or any(
-            ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
+    if subject in _RESERVED_SUBJECTS or _ISO_CONTROL.search(subject) is not None:
         raise errors.InvalidSubject(f"The specified subject '{subject}' is not a valid.")
+
+
+_ISO_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def _storable(text: str) -> str:

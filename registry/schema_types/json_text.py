@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Final
 
 from registry.schema_types.base import InvalidSchema
@@ -70,27 +71,43 @@ def load_json(text: str, what: str) -> JsonValue:
         raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels") from None
     except (ValueError, TypeError) as error:
         raise InvalidSchema(f"{what} is not valid JSON: {error}") from None
-    check_document(document, what)
+    check_document(document, what, text)
     return document
 
 
-def check_document(document: JsonValue, what: str) -> None:
+def check_document(document: JsonValue, what: str, text: str | None = None) -> None:
     """Raise InvalidSchema if `document` nests deeper than MAX_DEPTH or holds a string
-    (value or key) that is not valid Unicode text. Iterative: no recursion limit."""
+    (value or key) that is not valid Unicode text. Iterative: no recursion limit.
+
+    Given the `text` it was decoded from, strings are looked at only if the text is not
+    ASCII or holds an escape that could decode to a surrogate (the common case walks
+    containers only).
+    """
+    strings = text is None or not text.isascii() or _SURROGATE_ESCAPE.search(text) is not None
     stack: list[tuple[JsonValue, int]] = [(document, 0)]
     while stack:
         value, depth = stack.pop()
-        if isinstance(value, str):
-            _check_text(value, what)
-        elif isinstance(value, (dict, list)):
+        kind = type(value)
+        if kind is dict:
             if depth >= MAX_DEPTH:
                 raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels")
-            if isinstance(value, dict):
-                for key, item in value.items():
+            for key, item in value.items():
+                if strings:
                     _check_text(key, what)
+                if strings or type(item) in _CONTAINERS:
                     stack.append((item, depth + 1))
-            else:
-                stack.extend((item, depth + 1) for item in value)
+        elif kind is list:
+            if depth >= MAX_DEPTH:
+                raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels")
+            stack.extend((item, depth + 1) for item in value if strings or type(item) in _CONTAINERS)
+        elif kind is str and strings:
+            _check_text(value, what)
+
+
+_CONTAINERS = (dict, list)
+# A JSON escape that decodes to a UTF-16 surrogate (\ud800-\udfff): only text holding
+# one can decode to a lone surrogate (raw ones cannot reach us: request bodies are UTF-8).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _check_text(value: str, what: str) -> None:
