@@ -5,7 +5,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from registry.http.bodies import int_arg, json_response
+from registry.http.bodies import CONTENT_TYPE, int_arg, json_response
 from registry.http.context import service
 
 context_routes = Blueprint("contexts", __name__)
@@ -18,8 +18,8 @@ def list_contexts() -> Any:
     return json_response(found[offset:] if limit <= 0 else found[offset:offset + limit])
 
 
-@context_routes.delete("/contexts/<context>")
+@context_routes.delete("/contexts/<subject:context>")
 def delete_context(context: str) -> Any:
     """204 once the context is forgotten; 42211 while a subject lives in it."""
     service().delete_context(context)
-    return Response(status=204)
+    return Response(status=204, content_type=CONTENT_TYPE)
