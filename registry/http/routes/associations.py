@@ -41,6 +41,11 @@ def association_body(value: AssociationValue) -> dict[str, Any]:
     if value.lifecycle:
         body["lifecycle"] = value.lifecycle
     body["frozen"] = value.frozen
+    if value.create_ts is not None:
+        # Confluent's updateTs is the record's time; we never update an association in
+        # place (no upsert), so it is the creation time.
+        body["createTs"] = value.create_ts
+        body["updateTs"] = value.create_ts
     return body
 
 
@@ -90,6 +95,7 @@ def delete(resource_id: str) -> Any:
 
 
 @association_routes.put("/associations/resources/<subject:resource_id>")
+@association_routes.post("/associations:batch")  # the operation as Confluent's OpenAPI file names it
 @association_routes.post("/associations:batchGet")
 @association_routes.post("/associations:batchMutate")
 def not_served(resource_id: str = "") -> Any:
