@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import threading
+from collections import deque
 from dataclasses import dataclass, replace
 
 from store.contracts import Metadata, RuleSet, content_md5, guid_of
@@ -56,8 +58,13 @@ class StoredSchema:
     references: tuple[SchemaReference, ...]
     metadata: Metadata | None = None
     rule_set: RuleSet | None = None
-    md5: bytes = b""
+    stored_md5: bytes = b""  # only when the record carried one (Confluent's `md5` field)
     context: str = DEFAULT_CONTEXT
+
+    @property
+    def md5(self) -> bytes:
+        # Computed when asked, not when applied: replaying a topic hashes nothing.
+        return self.stored_md5 or content_md5(self.schema, self.references, self.metadata, self.rule_set)
 
     @property
     def guid(self) -> str:
@@ -78,15 +85,15 @@ def _stored_content(stored: StoredSchema) -> ContentKey:
             stored.rule_set)
 
 
-def _md5(value: SchemaValue) -> bytes:
-    if value.md5:
-        try:
-            raw = base64.b64decode(value.md5, validate=True)
-        except (ValueError, binascii.Error):
-            raw = b""
-        if len(raw) == 16:
-            return raw
-    return content_md5(value.schema, value.references, value.metadata, value.rule_set)
+def _stored_md5(value: SchemaValue) -> bytes:
+    """The MD5 a record states (base64), or b"" when it states none or a malformed one."""
+    if not value.md5:
+        return b""
+    try:
+        raw = base64.b64decode(value.md5, validate=True)
+    except (ValueError, binascii.Error):
+        return b""
+    return raw if len(raw) == 16 else b""
 
 
 def qualify_reference(referrer: str, subject: str) -> str:
@@ -106,9 +113,20 @@ class Cache:
         self._ids: dict[str, dict[int, StoredSchema]] = {DEFAULT_CONTEXT: {}}
         self._schemas = self._ids[DEFAULT_CONTEXT]  # the default context, the hot path
         self._id_by_content: dict[ContentKey, int] = {}
+        # The guid index is built when a guid is first asked for and caught up with the
+        # ids applied since on each later ask (`_md5_pending`), so that replaying a topic
+        # computes no hash. Appending to a list is atomic, so `apply` needs no lock.
         self._id_by_md5: dict[tuple[str, bytes], int] = {}
+        # Ids of the default context (ints: no garbage-collector cost) and (context, id)
+        # pairs of the others. Appending and popleft are atomic.
+        self._md5_pending: deque[int] = deque()
+        self._md5_pending_contexts: deque[tuple[str, int]] = deque()
+        self._md5_lock = threading.Lock()
         self._versions: dict[str, dict[int, SchemaValue]] = {}
-        self._users: dict[tuple[str, int], set[tuple[str, int]]] = {}
+        # context -> id -> the (subject, version) pairs using it; the default context's
+        # map is also `_users`, so the common case builds no key tuple.
+        self._users_by_context: dict[str, dict[int, set[tuple[str, int]]]] = {DEFAULT_CONTEXT: {}}
+        self._users = self._users_by_context[DEFAULT_CONTEXT]
         # (qualified subject, version) -> (context, id) of the schemas referring to it
         self._referenced_by: dict[tuple[str, int], set[tuple[str, int]]] = {}
         self._contexts: dict[tuple[str, str], ContextValue] = {}
@@ -224,15 +242,19 @@ class Cache:
             if previous is not None and previous.id != schema_id:
                 self._release(previous)
         if existing is None:
-            md5 = _md5(value)
             ids[schema_id] = StoredSchema(schema_id, value.schema_type, value.schema, value.references,
-                                          value.metadata, value.rule_set, md5, context)
-            self._id_by_md5.setdefault((context, md5), schema_id)
+                                          value.metadata, value.rule_set,
+                                          _stored_md5(value) if value.md5 else b"", context)
+            if context == DEFAULT_CONTEXT:
+                self._md5_pending.append(schema_id)
+            else:
+                self._md5_pending_contexts.append((context, schema_id))
         self._id_by_content.setdefault(content, schema_id)
         versions[version] = value
-        users = self._users.get((context, schema_id))
+        users_here = self._users if context == DEFAULT_CONTEXT else self._users_by_context.setdefault(context, {})
+        users = users_here.get(schema_id)
         if users is None:
-            self._users[(context, schema_id)] = {(subject, version)}
+            users_here[schema_id] = {(subject, version)}
         else:
             users.add((subject, version))
         for ref in value.references:
@@ -254,13 +276,14 @@ class Cache:
 
     def _release(self, value: SchemaValue) -> None:
         context = context_of(value.subject)
-        users = self._users.get((context, value.id))
+        users_here = self._users_by_context.get(context, {})
+        users = users_here.get(value.id)
         if users is None:
             return
         users.discard((value.subject, value.version))
         if users:
             return
-        del self._users[(context, value.id)]
+        del users_here[value.id]
         stored = self._ids.get(context, {}).pop(value.id, None)
         if stored is not None:
             # `_id_by_content` and `_id_by_md5` keep the id: the same content registered
@@ -324,7 +347,18 @@ class Cache:
         return self._id_by_content.get(content)
 
     def id_by_md5(self, context: str, md5: bytes) -> int | None:
-        return self._id_by_md5.get((context, md5))
+        """The first id applied for this content hash in `context` (it may be gone since)."""
+        with self._md5_lock:
+            while self._md5_pending:
+                self._index_md5(DEFAULT_CONTEXT, self._md5_pending.popleft())
+            while self._md5_pending_contexts:
+                self._index_md5(*self._md5_pending_contexts.popleft())
+            return self._id_by_md5.get((context, md5))
+
+    def _index_md5(self, context: str, schema_id: int) -> None:
+        stored = self._ids.get(context, {}).get(schema_id)
+        if stored is not None:
+            self._id_by_md5.setdefault((context, stored.md5), schema_id)
 
     def lowest_free_id_above(self, floor: int, ceiling: int, context: str = DEFAULT_CONTEXT) -> int | None:
         """The lowest id in (floor, ceiling] that no applied record of `context` uses, or None.
@@ -368,7 +402,7 @@ class Cache:
 
     def users_of(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> list[tuple[str, int]]:
         """The (subject, version) pairs, soft-deleted included, that use `schema_id` in `context`."""
-        return sorted(list(self._users.get((context, schema_id), ())))
+        return sorted(list(self._users_by_context.get(context, {}).get(schema_id, ())))
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of schemas whose references name (subject, version)."""
