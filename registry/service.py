@@ -17,6 +17,7 @@ from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
+from registry.schema_types.avro_tags import TagPathError, with_tags
 from store.cache import Cache, StoredSchema, content_key, qualify_reference
 from store.contracts import (
     CONFLUENT_VERSION,
@@ -76,6 +77,19 @@ class RegisterRequest:
     version: int | None = None  # IMPORT mode only
     metadata: Metadata | None = None
     rule_set: RuleSet | None = None
+
+
+@dataclass(frozen=True)
+class TagRequest:
+    """Confluent's TagSchemaRequest: tags per (path, entity type) to add and to remove."""
+
+    tags_to_add: dict[tuple[str, str], list[str]]
+    tags_to_remove: dict[tuple[str, str], list[str]]
+    new_version: int | None = None
+    metadata: Metadata | None = None
+    rule_set: RuleSet | None = None
+    rules_to_merge: RuleSet | None = None
+    rules_to_remove: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -282,6 +296,41 @@ class RegistryService:
                 if all(props.get(k) == v for k, v in wanted.items()):
                     return value
         raise errors.SchemaNotFound("Schema not found")
+
+    # ---- embedded tags ------------------------------------------------------------
+
+    def modify_tags(self, subject: str, version: str, request: TagRequest) -> SchemaValue:
+        """A new version of `subject`: `version`'s schema with tags added and removed
+        (`confluent:tags` in the text), its metadata (or the request's) and a rule set
+        (the request's, or the previous version's with rules merged and removed), as
+        Confluent's modifySchemaTags. Avro only. Raises SubjectNotFound, VersionNotFound,
+        InvalidSchema (a path that names nothing), OperationNotPermitted (not Avro), and
+        what registering raises."""
+        base = self.version(subject, version)
+        if base.schema_type != "AVRO":
+            raise errors.OperationNotPermitted(
+                f"Embedded tags are only supported for AVRO schemas here, not {base.schema_type}")
+        try:
+            text = with_tags(base.schema, request.tags_to_add, request.tags_to_remove)
+        except TagPathError as exc:
+            raise errors.InvalidSchema(str(exc)) from None
+        rule_set = request.rule_set
+        if request.rules_to_merge is not None or request.rules_to_remove:
+            previous = (self._cache.version(subject, request.new_version - 1)
+                        if request.new_version is not None else self._visible_versions(subject, False)[-1])
+            rule_set = previous.rule_set if previous is not None else None
+            if request.rules_to_merge is not None:
+                rule_set = merge_rule_sets(rule_set, request.rules_to_merge)
+            if rule_set is not None and request.rules_to_remove:
+                gone = set(request.rules_to_remove)
+                rule_set = RuleSet(*(tuple(r for r in rules if r.name not in gone) for rules in (
+                    rule_set.migration_rules, rule_set.domain_rules, rule_set.encoding_rules)),
+                    rule_set.enable_at)
+        metadata = request.metadata if request.metadata is not None else base.metadata
+        metadata = (metadata or Metadata()).with_property(CONFLUENT_VERSION, str(request.new_version or 0))
+        return self.register(subject, RegisterRequest(
+            NewSchema(text, base.schema_type, base.references), version=request.new_version,
+            metadata=metadata, rule_set=rule_set))
 
     # ---- contexts ----------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from flask import Response, request
 
 from registry import errors
 from registry.http.negotiation import response_type
-from registry.service import MAX_INT32, ConfigUpdate, NewSchema
+from registry.service import MAX_INT32, ConfigUpdate, NewSchema, TagRequest
 from store.cache import StoredSchema
 from store.contracts import (
     ContractError,
@@ -210,6 +210,48 @@ def config_update(body: dict[str, Any]) -> ConfigUpdate:
     return ConfigUpdate(level, normalize, group, metadata(body, "defaultMetadata"),
                         metadata(body, "overrideMetadata"), rule_set(body, "defaultRuleSet"),
                         rule_set(body, "overrideRuleSet"), cleared)
+
+
+_ENTITY_TYPES = frozenset({"sr_record", "sr_field"})
+_MAX_TAG_ENTRIES = 256
+
+
+def _schema_tags(raw: Any, name: str) -> dict[tuple[str, str], list[str]]:
+    """`tagsToAdd` / `tagsToRemove`: [{"entity": {"entityPath", "entityType"}, "tags": [...]}]."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list) or len(raw) > _MAX_TAG_ENTRIES:
+        raise errors.UnprocessableEntity(f"{name} must be a list of at most {_MAX_TAG_ENTRIES} entries")
+    found: dict[tuple[str, str], list[str]] = {}
+    for item in raw:
+        entity = item.get("entity") if isinstance(item, dict) else None
+        tags = item.get("tags") if isinstance(item, dict) else None
+        path = entity.get("entityPath") if isinstance(entity, dict) else None
+        kind = entity.get("entityType") if isinstance(entity, dict) else None
+        if (not isinstance(path, str) or not path or len(path) > 4096 or kind not in _ENTITY_TYPES
+                or not isinstance(tags, list) or len(tags) > _MAX_TAG_ENTRIES
+                or not all(isinstance(t, str) and 0 < len(t) <= 256 for t in tags)):
+            raise errors.UnprocessableEntity(
+                f"each {name} entry needs an entity (entityPath, entityType sr_record or sr_field) "
+                f"and at most {_MAX_TAG_ENTRIES} tags of at most 256 characters")
+        found.setdefault((path, kind), []).extend(tags)
+    return found
+
+
+def tag_request(body: dict[str, Any]) -> TagRequest:
+    """A `POST .../tags` body (Confluent's TagSchemaRequest)."""
+    remove = body.get("rulesToRemove")
+    if remove is not None and (not isinstance(remove, list) or len(remove) > 1000
+                               or not all(isinstance(r, str) for r in remove)):
+        raise errors.UnprocessableEntity("rulesToRemove must be a list of rule names")
+    merge = rule_set(body, "rulesToMerge")
+    given = rule_set(body)
+    if given is not None and (merge is not None or remove is not None):
+        raise errors.InvalidRuleSet("ruleSet should be omitted if specifying rulesToMerge or rulesToRemove")
+    return TagRequest(_schema_tags(body.get("tagsToAdd"), "tagsToAdd"),
+                      _schema_tags(body.get("tagsToRemove"), "tagsToRemove"),
+                      optional_positive(body, "newVersion"), metadata(body), given, merge,
+                      tuple(remove or ()))
 
 
 def new_schema(body: dict[str, Any]) -> NewSchema:

@@ -17,6 +17,7 @@ from registry.http.bodies import (
     raw_response,
     register_body,
     rule_set,
+    tag_request,
     version_body,
 )
 from registry.http.context import service
@@ -92,12 +93,9 @@ def get_version(subject: str, version: str) -> Any:
 
 @subject_routes.post("/subjects/<subject:subject>/versions/<version>/tags")
 def modify_tags(subject: str, version: str) -> Any:
-    """Confluent rewrites the schema text with the tags embedded (per schema type); we
-    do not, and say so rather than pretend."""
-    service().version(subject, version)  # 40401/40402 first, as Confluent
-    raise errors.OperationNotPermitted(
-        "Embedding schema tags in a version (POST .../tags) is not supported by this registry; "
-        "register a new version with the tags in the schema or its metadata instead")
+    """A new version with tags embedded in the schema text (Confluent's modifyTags; Avro)."""
+    value = service().modify_tags(subject, version, tag_request(json_body()))
+    return json_response(register_body(value, service().cached_schema_in(value)))
 
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>/schema")
