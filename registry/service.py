@@ -224,10 +224,15 @@ class RegistryService:
         return Mode(value.mode) if value is not None else None
 
     def mode_for(self, subject: str) -> Mode:
+        """The subject's mode, else its context's, else the global one (READONLY_OVERRIDE
+        globally wins over all)."""
         glob = self.global_mode()
         if glob is Mode.READONLY_OVERRIDE:
             return glob
-        return self.subject_mode(subject) or glob
+        mode = self.subject_mode(subject)
+        if mode is None and subject[:2] == ":.":
+            mode = self.subject_mode(context_subject(subject))
+        return mode or glob
 
     def set_mode(self, subject: str | None, mode: str, force: bool = False) -> Mode:
         if subject is not None:

@@ -137,3 +137,11 @@ def test_the_id_watermark_of_a_context_survives_a_hard_delete_and_a_new_term():
         assert only_fence.context_max_id(".prod") == 2
         assert ok(second.post("/subjects/:.prod:u/versions",
                               {"schema": json.dumps({"type": "fixed", "name": "F", "size": 2})}))["id"] == 3
+
+
+def test_context_mode_applies_to_its_subjects(client):
+    ok(client.put("/mode/:.frozen:", {"mode": "READONLY"}))
+    before = client.node.log.end_offset()
+    refused(client.post("/subjects/:.frozen:s/versions", {"schema": A}), 422, 42205)
+    assert client.node.log.end_offset() == before
+    ok(client.post("/subjects/s/versions", {"schema": A}))
