@@ -21,7 +21,6 @@ from registry.schema_types.avro_tags import TagPathError, with_tags
 from store.cache import Cache, StoredSchema, content_key, qualify_reference
 from store.contracts import (
     CONFLUENT_VERSION,
-    ContractError,
     Metadata,
     RuleSet,
     md5_of_guid,

@@ -17,7 +17,6 @@ from store.contracts import (
     ContractError,
     Metadata,
     RuleSet,
-    guid_of,
     metadata_from_json,
     rule_set_from_json,
     validate_rule_set,

@@ -37,8 +37,7 @@ def list_subjects() -> Any:
 
 
 def _version_body(value: Any) -> dict[str, Any]:
-    from_context = service().cached_schema_in(value)
-    return version_body(value, from_context)
+    return version_body(value, service().cached_schema_in(value))
 
 
 @subject_routes.post("/subjects/<subject:subject>")
