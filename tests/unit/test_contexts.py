@@ -145,3 +145,12 @@ def test_context_mode_applies_to_its_subjects(client):
     refused(client.post("/subjects/:.frozen:s/versions", {"schema": A}), 422, 42205)
     assert client.node.log.end_offset() == before
     ok(client.post("/subjects/s/versions", {"schema": A}))
+
+
+def test_deleting_an_unknown_context_is_204_as_confluents_code_answers(client):
+    # Confluent's OpenAPI file lists 404/40401 "context not found"; its code
+    # (KafkaSchemaRegistry.deleteContext) deletes the key without looking, so 204. We follow the code.
+    before = client.node.log.end_offset()
+    answer = client.delete("/contexts/.never")
+    assert answer.status == 204, answer.body
+    assert client.node.log.end_offset() == before, "there was nothing to forget: nothing is written"
