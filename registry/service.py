@@ -570,7 +570,11 @@ class RegistryService:
                         request.schema.schema_type, text, request.schema.references):
                     raise errors.OperationNotPermitted(
                         f"Subject {subject} in context {qualified_context(subject)} is not in import mode")
-            checked = self._compatibility_basis(subject)
+            live = self._visible_versions(subject, deleted=False)
+            versions_now = self._visible_versions(subject, deleted=True)
+            metadata, _ = self._contracts(subject, request, live[-1] if live else None,
+                                          (versions_now[-1].version + 1) if versions_now else 1)
+            checked = self._compatibility_basis(subject, metadata)
             problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
             try:
                 return self._writer.write(lambda: self._plan_registration(
@@ -634,7 +638,7 @@ class RegistryService:
                     f"Subject {subject} in context {qualified_context(subject)} is not in read-write mode")
             value = self._import_value(subject, request, text, versions, metadata, rule_set)
             return records + [(SchemaKey(subject, value.version), value)], value
-        if self._compatibility_basis(subject) != checked:
+        if self._compatibility_basis(subject, metadata) != checked:
             raise _Replan()  # a version or the level changed since the check: check again
         if problems:
             raise errors.IncompatibleSchema(
@@ -652,11 +656,18 @@ class RegistryService:
                             metadata=metadata, rule_set=rule_set)
         return records + [(SchemaKey(subject, value.version), value)], value
 
-    def _compatibility_basis(self, subject: str) -> _Basis:
+    def _compatibility_basis(self, subject: str, metadata: Metadata | None = None) -> _Basis:
         """What a compatibility check of `subject` depends on: its level and the versions
-        the level compares with. Cheap: no parsing."""
+        the level compares with. With a `compatibilityGroup` in the config, only versions
+        whose metadata gives that property the same value as `metadata` (the new
+        schema's) count, as Confluent's isCompatibleWithPrevious filters them. Cheap: no
+        parsing."""
         level = self.compatibility_for(subject)
         live = self._visible_versions(subject, deleted=False)
+        group = self.config_in_scope(subject).compatibility_group
+        if group:
+            wanted = metadata.property(group) if metadata is not None else None
+            live = [v for v in live if (v.metadata.property(group) if v.metadata is not None else None) == wanted]
         if level is CompatibilityLevel.NONE:
             return level, ()
         against = live if level.transitive else live[-1:]

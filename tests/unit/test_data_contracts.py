@@ -143,3 +143,18 @@ def test_deeply_nested_metadata_is_refused_cheaply(client):
     before = client.node.log.end_offset()
     refused(client.post("/subjects/s/versions", {"schema": V1, "metadata": {"properties": nested}}), 422, 422)
     assert client.node.log.end_offset() == before
+
+
+def test_a_compatibility_group_checks_only_versions_of_the_same_group(client):
+    ok(client.put("/config/s", {"compatibilityGroup": "major"}))
+    ok(client.post("/subjects/s/versions", {"schema": V1, "metadata": {"properties": {"major": "1"}}}))
+    breaking = json.dumps({"type": "record", "name": "R", "fields": [{"name": "z", "type": "string"}]},
+                          separators=(",", ":"))
+    refused(client.post("/subjects/s/versions", {"schema": breaking, "metadata": {"properties": {"major": "1"}}}),
+            409, 409)
+    body = ok(client.post("/subjects/s/versions", {"schema": breaking, "metadata": {"properties": {"major": "2"}}}))
+    assert body["version"] == 2, "a new major version starts a new group: nothing to be compatible with"
+    # Back in group 1: checked against version 1 only, not the latest version (group 2),
+    # which V2 cannot read.
+    back = ok(client.post("/subjects/s/versions", {"schema": V2, "metadata": {"properties": {"major": "1"}}}))
+    assert back["version"] == 3
