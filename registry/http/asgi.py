@@ -101,7 +101,7 @@ class AsgiBridge:
             # An empty first segment names no route; Werkzeug would strip it and serve
             # the path without it, so refuse it here.
             raise _Refused(404, "HTTP 404 Not Found")
-        body = self._fast_path.answer(scope["method"], path, query)
+        body = self._fast_path.answer(scope["method"], path, query, scope["headers"])
         if body is not None:
             await send({"type": "http.response.start", "status": 200,
                         "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
