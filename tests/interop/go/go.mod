@@ -2,14 +2,16 @@ module schemaregistrypy/interop
 
 go 1.24
 
-require github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
+require (
+	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
+	github.com/hamba/avro/v2 v2.24.0
+)
 
 require (
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/cel-go v0.20.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/hamba/avro/v2 v2.24.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/mitchellh/mapstructure v1.5.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
