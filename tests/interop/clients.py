@@ -16,6 +16,8 @@ Names a program derives from the plan's `prefix` (the tests assert on the same o
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -107,9 +109,14 @@ class Client:
     # What has to exist first, and the sentence that says how to get it.
     needs: tuple[tuple[Path, str], ...] = field(default_factory=tuple)
     tool: str | None = None  # an executable looked up on PATH
+    modules: tuple[str, ...] = ()  # Python modules the program imports beyond the test extra
 
     def command(self) -> list[str]:
         """The argv to run, or an AssertionError that says what is missing and how to get it."""
+        for module in self.modules:
+            if importlib.util.find_spec(module) is None:
+                raise AssertionError(f"{self.name}: Python module {module!r} is missing: run `make interop-deps` "
+                                     f"(pip install -r tests/interop/python/requirements.txt)")
         if self.tool is not None and shutil.which(self.tool) is None:
             raise AssertionError(f"{self.name}: `{self.tool}` is not on PATH; the interop suite needs "
                                  f"Node.js 20+ and Go (see README, Interop tests)")
@@ -119,13 +126,31 @@ class Client:
         return [shutil.which(self.argv[0]) or self.argv[0], *self.argv[1:]]
 
 
-NPM_DEPS = (JS_DIR / "node_modules" / ".package-lock.json", "run `make interop-deps` (npm ci in tests/interop/js)")
-GO_DEPS = (GO_BINARY, "run `make interop-deps` (go build of tests/interop/go)")
+def content_key(*paths: Path) -> str:
+    """The Makefile's key for installed dependencies: sha256 of the files, concatenated."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+GO_DIR = HERE / "go"
+# `make interop-deps` writes these stamps, named by the content of what it installed from:
+# a missing one means the install is missing or stale (a lock file changed since).
+NPM_STAMP = JS_DIR / "node_modules" / f".interop-{content_key(JS_DIR / 'package.json', JS_DIR / 'package-lock.json')}"
+GO_STAMP = GO_BINARY.parent / ("go-client-" + content_key(
+    GO_DIR / "go.mod", GO_DIR / "go.sum", *sorted(GO_DIR.glob("*.go"), key=lambda p: p.name)))
+NPM_DEPS = (NPM_STAMP, "run `make interop-deps` (npm ci in tests/interop/js, from its package-lock.json)")
+GO_DEPS = (GO_STAMP, "run `make interop-deps` (go build of tests/interop/go into .infra/interop/)")
 ALL_STEPS = (*API_STEPS, *SERDE_STEPS, "rule", "associated")
 
 
 def _python(client: str, serde: str) -> tuple[str, ...]:
     return (sys.executable, str(PYTHON_PROGRAM), "--client", client, "--serde", serde)
+
+
+# confluent-kafka's CEL executors, from tests/interop/python/requirements.txt.
+CEL_MODULES = ("celpy", "google.type")
 
 
 CLIENTS = {
@@ -138,12 +163,14 @@ CLIENTS = {
                 "register_v2", "config_set", "config_get", "roundtrip"), (NPM_DEPS,), "node"),
         # confluent-kafka-go v2.11.1 (the newest on the Go proxy) has no associations API.
         Client("go", (str(GO_BINARY),), tuple(s for s in ALL_STEPS if s != "associated"), (GO_DEPS,)),
-        Client("python-confluent", _python("confluent", "confluent"), ALL_STEPS),
+        Client("python-confluent", _python("confluent", "confluent"), ALL_STEPS, modules=CEL_MODULES),
         # confluent-kafka's serdes on our client (whose API steps are python-ours's).
-        Client("python-confluent-serde-our-client", _python("ours", "confluent"), (*SERDE_STEPS, "rule", "associated")),
+        Client("python-confluent-serde-our-client", _python("ours", "confluent"),
+               (*SERDE_STEPS, "rule", "associated"), modules=CEL_MODULES),
         # registry.serde does not execute rule sets and has no ASSOCIATED strategy.
-        Client("python-ours", _python("ours", "ours"), (*API_STEPS, *SERDE_STEPS)),
-        Client("python-ours-serde-confluent-client", _python("confluent", "ours"), SERDE_STEPS),
+        Client("python-ours", _python("ours", "ours"), (*API_STEPS, *SERDE_STEPS), modules=CEL_MODULES),
+        Client("python-ours-serde-confluent-client", _python("confluent", "ours"), SERDE_STEPS,
+               modules=CEL_MODULES),
     ]
 }
 

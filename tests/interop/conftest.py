@@ -37,12 +37,18 @@ def run_id() -> str:
 @pytest.fixture(scope="session")
 def scenario(interop_registry: RegistryProcess, run_id: str) -> Callable[[str], tuple[str, Steps]]:
     """`scenario(client_name)` -> (its prefix, its steps); each program runs once a session."""
-    done: dict[str, tuple[str, Steps]] = {}
+    done: dict[str, tuple[str, Steps] | AssertionError] = {}
 
     def get(name: str) -> tuple[str, Steps]:
         if name not in done:
             prefix = f"it-{run_id}-{name}"
-            done[name] = (prefix, run(CLIENTS[name], plan(interop_registry.url, prefix)))
-        return done[name]
+            try:
+                done[name] = (prefix, run(CLIENTS[name], plan(interop_registry.url, prefix)))
+            except AssertionError as broken:  # a broken program fails each of its tests, once run
+                done[name] = broken
+        result = done[name]
+        if isinstance(result, AssertionError):
+            raise result
+        return result
 
     return get
