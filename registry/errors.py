@@ -97,8 +97,16 @@ class SubjectModeNotFound(RegistryError):
     http_status, error_code = 404, 40409
 
 
+class AssociationNotFound(RegistryError):
+    http_status, error_code = 404, 40410
+
+
 class IncompatibleSchema(RegistryError):
     http_status, error_code = 409, 409
+
+
+class AssociationExists(RegistryError):
+    http_status, error_code = 409, 40903
 
 
 class InvalidSchema(RegistryError):
@@ -131,6 +139,18 @@ class InvalidSubject(RegistryError):
 
 class SchemaTooLarge(RegistryError):
     http_status, error_code = 422, 42209
+
+
+class InvalidRuleSet(RegistryError):
+    http_status, error_code = 422, 42210
+
+
+class ContextNotEmpty(RegistryError):
+    http_status, error_code = 422, 42211
+
+
+class InvalidAssociation(RegistryError):
+    http_status, error_code = 422, 42212
 
 
 class StoreError(RegistryError):

@@ -17,8 +17,18 @@ from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
-from store.cache import Cache, StoredSchema
+from store.cache import Cache, StoredSchema, content_key, qualify_reference
+from store.contracts import (
+    CONFLUENT_VERSION,
+    ContractError,
+    Metadata,
+    RuleSet,
+    md5_of_guid,
+    merge_metadata,
+    merge_rule_sets,
+)
 from store.records import (
+    DEFAULT_CONTEXT,
     ConfigKey,
     ConfigValue,
     DeleteSubjectKey,
@@ -26,10 +36,13 @@ from store.records import (
     Key,
     ModeKey,
     ModeValue,
+    ContextKey,
+    ContextValue,
     SchemaKey,
     SchemaReference,
     SchemaValue,
     Value,
+    context_of,
 )
 from store.writer import LogWriter
 
@@ -57,10 +70,27 @@ class NewSchema:
 
 @dataclass(frozen=True)
 class RegisterRequest:
-    schema: NewSchema
+    schema: NewSchema | None  # None: the text, type and references of the latest version
     normalize: bool = False
     schema_id: int | None = None  # IMPORT mode only
     version: int | None = None  # IMPORT mode only
+    metadata: Metadata | None = None
+    rule_set: RuleSet | None = None
+
+
+@dataclass(frozen=True)
+class ConfigUpdate:
+    """What a `PUT /config` body sets; None leaves a field as it is (Confluent's
+    ConfigValue.update). `clear` names the contract fields the body set to null."""
+
+    compatibility_level: str | None = None
+    normalize: bool | None = None
+    compatibility_group: str | None = None
+    default_metadata: Metadata | None = None
+    override_metadata: Metadata | None = None
+    default_rule_set: RuleSet | None = None
+    override_rule_set: RuleSet | None = None
+    clear: frozenset[str] = frozenset()
 
 
 class RegistryService:
@@ -82,7 +112,7 @@ class RegistryService:
         self._default_compatibility = default_compatibility
         self._default_mode = default_mode
         self._types = schema_types if schema_types is not None else SCHEMA_TYPES
-        self._parsed: OrderedDict[int, ParsedSchema] = OrderedDict()
+        self._parsed: OrderedDict[tuple[str, int], ParsedSchema] = OrderedDict()
         self._parsed_lock = threading.Lock()
 
     def schema_types(self) -> list[str]:
@@ -103,14 +133,59 @@ class RegistryService:
         return None
 
     def compatibility_for(self, subject: str) -> CompatibilityLevel:
-        return self.subject_compatibility(subject) or self.global_compatibility()
+        """The subject's level, else its context's, else the global one."""
+        level = self.subject_compatibility(subject)
+        if level is None and subject[:2] == ":.":
+            level = self.subject_compatibility(context_subject(subject))
+        return level or self.global_compatibility()
+
+    def config(self, subject: str | None) -> ConfigValue | None:
+        """The config record stored for `subject` (None: the global one), as it is."""
+        return self._cache.config(subject)
+
+    def config_in_scope(self, subject: str | None) -> ConfigValue:
+        """The config that applies to `subject`: its own, else its context's, else the
+        global one, with the compatibility level resolved the same way."""
+        found = self._cache.config(subject) if subject is not None else None
+        if found is None and subject is not None and subject[:2] == ":.":
+            found = self._cache.config(context_subject(subject))
+        if found is None:
+            found = self._cache.config(None)
+        level = self.compatibility_for(subject) if subject is not None else self.global_compatibility()
+        base = found or ConfigValue(None)
+        return replace(base, compatibility_level=level.value, subject=subject)
 
     def set_compatibility(self, subject: str | None, level: str) -> CompatibilityLevel:
+        value = self.set_config(subject, ConfigUpdate(compatibility_level=level))
+        return _level(value.compatibility_level or "")
+
+    def set_config(self, subject: str | None, update: ConfigUpdate) -> ConfigValue:
+        """Merge `update` into the stored config, as Confluent's ConfigValue.update does."""
         if subject is not None:
-            check_subject(subject)
-        parsed = _parse_level(level)
-        self._write_records([(ConfigKey(subject), ConfigValue(parsed.value, subject))])
-        return parsed
+            check_subject(subject, config_or_mode=True)
+        level = _parse_level(update.compatibility_level).value if update.compatibility_level is not None else None
+
+        def plan() -> tuple[list[tuple[Key, Value | None]], ConfigValue]:
+            old = self._cache.config(subject) or ConfigValue(None, subject)
+
+            def pick(name: str, new: object, current: object) -> object:
+                if name in update.clear:
+                    return None
+                return new if new is not None else current
+
+            value = replace(
+                old, subject=subject,
+                compatibility_level=level if level is not None else old.compatibility_level,
+                normalize=pick("normalize", update.normalize, old.normalize),
+                compatibility_group=pick("compatibilityGroup", update.compatibility_group,
+                                         old.compatibility_group),
+                default_metadata=pick("defaultMetadata", update.default_metadata, old.default_metadata),
+                override_metadata=pick("overrideMetadata", update.override_metadata, old.override_metadata),
+                default_rule_set=pick("defaultRuleSet", update.default_rule_set, old.default_rule_set),
+                override_rule_set=pick("overrideRuleSet", update.override_rule_set, old.override_rule_set))
+            return [(ConfigKey(subject), value)], value
+
+        return self._writer.write(plan)
 
     def delete_compatibility(self, subject: str | None) -> CompatibilityLevel:
         """Drop a subject's (or the global) setting and return the one it had."""
@@ -170,9 +245,13 @@ class RegistryService:
     # ---- reads -------------------------------------------------------------------
 
     def subjects(self, prefix: str = "", deleted: bool = False, deleted_only: bool = False) -> list[str]:
+        """Subjects starting with `prefix`; `:*:name` matches `name` in every context."""
         found = []
+        any_context = prefix.startswith(":*:")
+        if any_context:
+            prefix = prefix[3:]
         for subject in self._cache.subjects():
-            if not subject.startswith(prefix):
+            if not (subject_name(subject) if any_context else subject).startswith(prefix):
                 continue
             versions = self._cache.versions(subject)
             live = any(not v.deleted for v in versions)
@@ -183,11 +262,47 @@ class RegistryService:
                 found.append(subject)
         return sorted(found)
 
-    def versions(self, subject: str, deleted: bool = False) -> list[int]:
+    def versions(self, subject: str, deleted: bool = False, deleted_only: bool = False) -> list[int]:
+        """The subject's version numbers: live ones, with soft-deleted ones (`deleted`), or
+        only soft-deleted ones (`deleted_only`, which wins, as in Confluent)."""
+        versions = self._visible_versions(subject, deleted or deleted_only)
+        if not versions:
+            raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
+        return [v.version for v in versions if v.deleted or not deleted_only]
+
+    def latest_with_metadata(self, subject: str, wanted: dict[str, str], deleted: bool = False) -> SchemaValue:
+        """The newest version whose metadata properties include every pair of `wanted`
+        (Confluent's getLatestWithMetadata). Raises SubjectNotFound or SchemaNotFound."""
         versions = self._visible_versions(subject, deleted)
         if not versions:
             raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
-        return [v.version for v in versions]
+        for value in reversed(versions):
+            if value.metadata is not None and value.metadata.properties:
+                props = dict(value.metadata.properties)
+                if all(props.get(k) == v for k, v in wanted.items()):
+                    return value
+        raise errors.SchemaNotFound("Schema not found")
+
+    # ---- contexts ----------------------------------------------------------------
+
+    def contexts(self, prefix: str = "") -> list[str]:
+        """The contexts, the default one (".") first, as Confluent lists them."""
+        return [c for c in self._cache.contexts() if c.startswith(prefix)]
+
+    def delete_context(self, context_name: str) -> None:
+        """Forget an empty context. Raises ContextNotEmpty while any subject, soft-deleted
+        ones included, lives in it; an unknown context is deleted without complaint."""
+        context = context_of(normalize_context(context_name))
+        if context == DEFAULT_CONTEXT:
+            raise errors.OperationNotPermitted("The default context cannot be deleted")
+
+        def plan() -> tuple[list[tuple[Key, Value | None]], None]:
+            if any(context_of(s) == context for s in self._cache.subjects()):
+                raise errors.ContextNotEmpty(f"The specified context ':{context}:' is not empty.")
+            keys = [k for k in self._cache.context_records() if k.context == context]
+            return [(k, None) for k in keys], None
+
+        self._writer.write(plan)
 
     def version(self, subject: str, version: str, deleted: bool = False) -> SchemaValue:
         """Resolve `version` ("latest", "-1" or a number) within `subject`."""
@@ -211,30 +326,100 @@ class RegistryService:
         found = self.version(subject, version, deleted=True)
         return self._cache.referenced_by(subject, found.version)
 
-    def schema_by_id(self, schema_id: int, subject: str | None = None) -> StoredSchema:
-        stored = self._cache.schema_by_id(schema_id)
-        if stored is None or (subject and not any(s == subject for s, _ in self._cache.users_of(schema_id))):
-            raise errors.SchemaNotFound("Schema not found")
-        return stored
+    def schema_by_id(self, schema_id: int, subject: str | None = None) -> tuple[StoredSchema, SchemaValue | None]:
+        """The content `schema_id` names, and the version holding it that answers for it.
+
+        As Confluent's `getSchemaKeyUsingContexts`: `subject` selects the context. A
+        plain subject that does not hold the id falls through to a subject of the same
+        name in another context, then to any holder of the id in the default context;
+        a qualified one (`:.ctx:name`) must hold it. Raises SchemaNotFound
+        ("Schema <id> not found").
+        """
+        found = self._version_holding(schema_id, normalize_subject(subject) if subject else None)
+        if found is None:
+            raise errors.SchemaNotFound(f"Schema {schema_id} not found")
+        return found
+
+    def _version_holding(self, schema_id: int, subject: str | None) -> tuple[StoredSchema, SchemaValue | None] | None:
+        if subject is None:
+            stored = self._cache.schema_by_id(schema_id)
+            return (stored, None) if stored is not None else None
+        context = context_of(subject)
+        name = subject_name(subject)
+        stored = self._cache.schema_by_id(schema_id, context)
+        if stored is not None and name:
+            for holder, version in self._cache.users_of(schema_id, context):
+                if holder == subject:
+                    return stored, self._cache.version(holder, version)
+        if context != DEFAULT_CONTEXT or not name:
+            if stored is None or name:
+                return None
+            return stored, None
+        for other in self._cache.contexts():
+            if other == DEFAULT_CONTEXT:
+                continue
+            qualified = f":{other}:{name}"
+            in_context = self._cache.schema_by_id(schema_id, other)
+            if in_context is None:
+                continue
+            for holder, version in self._cache.users_of(schema_id, other):
+                if holder == qualified:
+                    return in_context, self._cache.version(holder, version)
+        if stored is None:
+            return None
+        # Any version holding the id answers for it (Confluent takes the first it finds).
+        holders = self._cache.users_of(schema_id)
+        return stored, self._cache.version(*holders[0]) if holders else None
+
+    def schema_by_guid(self, guid: str) -> StoredSchema:
+        """The content a guid names: the default context first, then the others in order."""
+        md5 = md5_of_guid(guid)
+        if md5 is not None:
+            for context in self._cache.contexts():
+                schema_id = self._cache.id_by_md5(context, md5)
+                if schema_id is not None:
+                    stored = self._cache.schema_by_id(schema_id, context)
+                    if stored is not None:
+                        return stored
+        raise errors.SchemaNotFound(f"Schema {guid} not found")
+
+    def ids_of_guid(self, guid: str) -> list[tuple[str, int]]:
+        """(context, id) of every context's schema with the content `guid` names."""
+        md5 = md5_of_guid(guid)
+        found = []
+        if md5 is not None:
+            for context in self._cache.contexts():
+                schema_id = self._cache.id_by_md5(context, md5)
+                if schema_id is not None and self._cache.schema_by_id(schema_id, context) is not None:
+                    found.append((context, schema_id))
+        if not found:
+            raise errors.SchemaNotFound(f"Schema {guid} not found")
+        return found
+
+    def cached_schema_in(self, value: SchemaValue) -> StoredSchema | None:
+        """The content a version's id names in the version's context, or None."""
+        return self._cache.schema_by_id(value.id, context_of(value.subject))
 
     def cached_schema(self, schema_id: int) -> StoredSchema | None:
         """The content `schema_id` names now, or None; never raises (the fast read path)."""
         return self._cache.schema_by_id(schema_id)
 
-    def max_id(self) -> int:
-        return self._cache.max_id
+    def max_id(self, context: str = DEFAULT_CONTEXT) -> int:
+        return self._cache.context_max_id(context)
 
-    def subjects_of_id(self, schema_id: int, deleted: bool = False) -> list[str]:
-        return sorted({subject for subject, _ in self._id_versions(schema_id, deleted)})
+    def subjects_of_id(self, schema_id: int, deleted: bool = False, subject: str | None = None) -> list[str]:
+        return sorted({s for s, _ in self._id_versions(schema_id, deleted, subject)})
 
-    def versions_of_id(self, schema_id: int, deleted: bool = False) -> list[tuple[str, int]]:
-        return self._id_versions(schema_id, deleted)
+    def versions_of_id(self, schema_id: int, deleted: bool = False,
+                       subject: str | None = None) -> list[tuple[str, int]]:
+        return self._id_versions(schema_id, deleted, subject)
 
-    def _id_versions(self, schema_id: int, deleted: bool) -> list[tuple[str, int]]:
-        if self._cache.schema_by_id(schema_id) is None:
-            raise errors.SchemaNotFound("Schema not found")
+    def _id_versions(self, schema_id: int, deleted: bool, subject: str | None = None) -> list[tuple[str, int]]:
+        context = context_of(normalize_subject(subject)) if subject else DEFAULT_CONTEXT
+        if self._cache.schema_by_id(schema_id, context) is None:
+            raise errors.SchemaNotFound(f"Schema {schema_id} not found")
         found = []
-        for subject, number in self._cache.users_of(schema_id):
+        for subject, number in self._cache.users_of(schema_id, context):
             value = self._cache.version(subject, number)
             if value is not None and (deleted or not value.deleted):
                 found.append((subject, number))
@@ -258,7 +443,7 @@ class RegistryService:
         versions = self._visible_versions(subject, deleted=True)
         if not any(deleted or not v.deleted for v in versions):
             raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
-        parsed = self._parse(new)
+        parsed = self._parse(new, subject)
         wanted = {_text(parsed, normalize), parsed.canonical()}
         for value in reversed(versions):
             if (value.deleted and not deleted) or value.schema_type != new.schema_type:
@@ -280,15 +465,21 @@ class RegistryService:
 
     def check_compatibility(self, subject: str, version: str | None, new: NewSchema,
                             normalize: bool = False) -> list[str]:
-        """Reasons `new` is incompatible with `version` (None: every version the level needs)."""
-        parsed = self._parse(new)
+        """Reasons `new` is incompatible with `version` (None: every version the level needs).
+
+        As Confluent's CompatibilityResource: a version that is not there (whether or
+        not the subject is) is VersionNotFound; "latest" of nothing is compatible."""
+        parsed = self._parse(new, subject)
         level = self.compatibility_for(subject)
         live = self._visible_versions(subject, deleted=False)
         if version is None:
             return self._problems(parsed, self._compatibility_basis(subject))
-        if parse_version(version) == -1 and not live:
+        number = parse_version(version)
+        if number == -1 and not live:
             return []
-        target = self.version(subject, version)
+        target = self._cache.version(subject, number) if number != -1 else live[-1]
+        if target is None or target.deleted:
+            raise errors.VersionNotFound(f"Version {number} not found.")
         return incompatibilities(level, parsed, [self._previous(target)], all_versions=True)
 
     # ---- writes ------------------------------------------------------------------
@@ -299,21 +490,33 @@ class RegistryService:
         Parsing and the compatibility check run before the write lock is taken, against
         the subject's versions as they are then; under the lock the plan only checks that
         those are still the versions (and the level) it was checked against, and if not,
-        the check runs again outside the lock. Raises registry errors, and the writer's.
+        the check runs again outside the lock. The stored metadata and rule set are the
+        request's (else the latest version's) merged between the config's defaults and
+        overrides, as Confluent merges them. Raises registry errors, and the writer's.
         """
         check_subject(subject)
-        parsed = self._parse(request.schema)
+        if request.schema is None:
+            # Confluent: a registration without a schema (metadata or rules only) takes
+            # the text, type and references of the latest version.
+            latest = self._visible_versions(subject, deleted=False)
+            if not latest:
+                raise errors.InvalidSchema("Empty schema")
+            request = replace(request, schema=NewSchema(latest[-1].schema, latest[-1].schema_type,
+                                                        latest[-1].references))
+            parsed = self._parse_stored(request.schema, subject)
+        else:
+            # A schema given with its id (IMPORT) is one that was stored elsewhere.
+            parsed = self._parse(request.schema, subject, lenient=request.schema_id is not None)
         text = _storable(_text(parsed, request.normalize))
-        new = request.schema
         for _ in range(_REPLANS):
             mode = self.mode_for(subject)
             if request.schema_id is not None and mode is not Mode.IMPORT:
                 # Outside IMPORT an id may only name the content it already has.
-                existing = self._cache.schema_by_id(request.schema_id)
+                existing = self._cache.schema_by_id(request.schema_id, context_of(subject))
                 if existing is None or (existing.schema_type, existing.schema, existing.references) != (
-                        new.schema_type, text, new.references):
+                        request.schema.schema_type, text, request.schema.references):
                     raise errors.OperationNotPermitted(
-                        f"Subject {subject} is not in import mode; an id can only be given in IMPORT mode")
+                        f"Subject {subject} in context {qualified_context(subject)} is not in import mode")
             checked = self._compatibility_basis(subject)
             problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
             try:
@@ -323,43 +526,78 @@ class RegistryService:
                 continue
         raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
 
+    def _contracts(self, subject: str, request: RegisterRequest, previous: SchemaValue | None,
+                   new_version: int) -> tuple[Metadata | None, RuleSet | None]:
+        """Confluent's maybeSetMetadataRuleSet: the request's metadata and rules (else the
+        previous version's) between the config's defaults and overrides; `confluent:version`
+        follows the version when the request names one or the metadata carries it."""
+        config = self.config_in_scope(subject)
+        specific_md = request.metadata if request.metadata is not None else (
+            previous.metadata if previous is not None else None)
+        specific_rs = request.rule_set if request.rule_set is not None else (
+            previous.rule_set if previous is not None else None)
+        metadata = merge_metadata(merge_metadata(config.default_metadata, specific_md), config.override_metadata)
+        rule_set = merge_rule_sets(merge_rule_sets(config.default_rule_set, specific_rs), config.override_rule_set)
+        if request.version is not None or (metadata is not None and metadata.property(CONFLUENT_VERSION) is not None):
+            metadata = (metadata or Metadata()).with_property(CONFLUENT_VERSION, str(new_version))
+        return metadata, rule_set
+
     def _plan_registration(self, subject: str, request: RegisterRequest, text: str,
                            checked: _Basis, problems: list[str]
                            ) -> tuple[list[tuple[Key, Value | None]], SchemaValue]:
         """Under the write lock: the records registering `text`, given that `problems`
         were found against `checked`. Cheap: no parsing, no compatibility check."""
         new = request.schema
+        assert new is not None
+        context = context_of(subject)
         versions = self._visible_versions(subject, deleted=True)
-        for value in reversed(versions):
-            if (not value.deleted and value.schema_type == new.schema_type
-                    and value.schema == text and value.references == new.references
-                    and request.schema_id in (None, value.id)):
+        live = [v for v in versions if not v.deleted]
+        mode = self.mode_for(subject)
+        next_version = (versions[-1].version + 1) if versions else 1
+        if mode is Mode.IMPORT:
+            metadata, rule_set = request.metadata, request.rule_set
+        else:
+            metadata, rule_set = self._contracts(subject, request, live[-1] if live else None, next_version)
+        wanted_md = _without_version(metadata)
+        for value in reversed(live):
+            if (value.schema_type == new.schema_type and value.schema == text
+                    and value.references == new.references and request.schema_id in (None, value.id)
+                    and _without_version(value.metadata) == wanted_md and value.rule_set == rule_set
+                    and request.version in (None, value.version)):
                 # Confluent looks the schema up before any mode check, so clients
                 # that re-register on start-up work against a read-only registry.
                 return [], value
-        mode = self.mode_for(subject)
         if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
-            raise errors.OperationNotPermitted(f"Subject {subject} is in read-only mode")
+            raise errors.OperationNotPermitted(
+                f"Subject {subject} in context {qualified_context(subject)} is in read-only mode")
+        records: list[tuple[Key, Value | None]] = []
+        if context != DEFAULT_CONTEXT and not any(k.context == context for k in self._cache.context_records()):
+            # As Confluent: the first subject of a context records the context.
+            records.append((ContextKey(context), ContextValue(context)))
         if mode is Mode.IMPORT:
             if request.schema_id is None:
                 # As Confluent: IMPORT takes schemas with their ids; fresh ids need READWRITE.
-                raise errors.OperationNotPermitted(f"Subject {subject} is not in read-write mode")
-            value = self._import_value(subject, request, text, versions)
-            return [(SchemaKey(subject, value.version), value)], value
+                raise errors.OperationNotPermitted(
+                    f"Subject {subject} in context {qualified_context(subject)} is not in read-write mode")
+            value = self._import_value(subject, request, text, versions, metadata, rule_set)
+            return records + [(SchemaKey(subject, value.version), value)], value
         if self._compatibility_basis(subject) != checked:
             raise _Replan()  # a version or the level changed since the check: check again
         if problems:
             raise errors.IncompatibleSchema(
                 "Schema being registered is incompatible with an earlier schema for subject "
                 f"\"{subject}\", details: [{', '.join(problems)}]")
-        schema_id = request.schema_id or self._id_for(new.schema_type, text, new.references)
-        next_version = (versions[-1].version + 1) if versions else 1
+        if request.version is not None and request.version != next_version:
+            raise errors.InvalidSchema("Version is not one more than previous version")
+        schema_id = request.schema_id or self._id_for(
+            content_key(context, new.schema_type, text, new.references, metadata, rule_set))
         if next_version > MAX_INT32:
             raise errors.OperationNotPermitted(
                 f"Subject {subject} has no versions left: version {versions[-1].version} is the highest "
                 "a subject can have")
-        value = SchemaValue(subject, next_version, schema_id, text, new.schema_type, new.references)
-        return [(SchemaKey(subject, value.version), value)], value
+        value = SchemaValue(subject, next_version, schema_id, text, new.schema_type, new.references,
+                            metadata=metadata, rule_set=rule_set)
+        return records + [(SchemaKey(subject, value.version), value)], value
 
     def _compatibility_basis(self, subject: str) -> _Basis:
         """What a compatibility check of `subject` depends on: its level and the versions
@@ -375,40 +613,62 @@ class RegistryService:
         level, against = basis
         return incompatibilities(level, parsed, [self._previous(v) for v in against])
 
-    def _import_value(self, subject: str, request: RegisterRequest, text: str,
-                      versions: list[SchemaValue]) -> SchemaValue:
+    def _import_value(self, subject: str, request: RegisterRequest, text: str, versions: list[SchemaValue],
+                      metadata: Metadata | None, rule_set: RuleSet | None) -> SchemaValue:
+        """An IMPORT: the given id (its content must match what it names in the context)
+        at the given version, or the next one. A version that exists is overwritten, as
+        Confluent's IMPORT overwrites it."""
         new = request.schema
-        if request.schema_id is None:
-            schema_id = self._id_for(new.schema_type, text, new.references)
-        else:
-            schema_id = request.schema_id
-            existing = self._cache.schema_by_id(schema_id)
-            if existing is not None and (existing.schema_type, existing.schema, existing.references) != (
-                    new.schema_type, text, new.references):
-                raise errors.OperationNotPermitted(
-                    f"Overwrite new schema with id {schema_id} is not permitted.")
+        assert new is not None and request.schema_id is not None
+        context = context_of(subject)
+        schema_id = request.schema_id
+        existing = self._cache.schema_by_id(schema_id, context)
+        if existing is not None and (existing.schema_type, existing.schema, existing.references,
+                                     existing.metadata, existing.rule_set) != (
+                new.schema_type, text, new.references, metadata, rule_set):
+            raise errors.OperationNotPermitted(
+                f"Overwrite new schema with id {schema_id} in context {qualified_context(subject)} "
+                "is not permitted.")
         version = request.version if request.version is not None else (
             (versions[-1].version + 1) if versions else 1)
-        taken = self._cache.version(subject, version)
-        if taken is not None and not taken.deleted:
-            raise errors.OperationNotPermitted(
-                f"Version {version} of subject {subject} already exists with schema id {taken.id}")
-        return SchemaValue(subject, version, schema_id, text, new.schema_type, new.references)
+        return SchemaValue(subject, version, schema_id, text, new.schema_type, new.references,
+                           metadata=metadata, rule_set=rule_set)
 
-    def _id_for(self, schema_type: str, text: str, references: tuple[SchemaReference, ...]) -> int:
-        """The id this content already has, or a fresh one above every id in the log."""
-        existing = self._cache.id_by_content(schema_type, text, references)
+    def _id_for(self, content: tuple) -> int:
+        """The id this content already has in its context, or a fresh one above every id
+        the context has used (Confluent numbers ids per context)."""
+        existing = self._cache.id_by_content(content)
         if existing is not None:
             return existing
-        if self._cache.max_id < MAX_INT32:
-            return self._cache.max_id + 1
+        context = content[0]
+        top = self._cache.context_max_id(context)
+        if top < MAX_INT32:
+            return top + 1
         # The top id is taken (an IMPORT of id 2^31-1, say). Ids above the watermark that
         # the log does not hold were never used: take the lowest of them.
-        free = self._cache.lowest_free_id_above(self._writer.watermark(), MAX_INT32)
+        free = self._cache.lowest_free_id_above(self._watermark(context), MAX_INT32, context)
         if free is None:
             raise errors.OperationNotPermitted(
                 f"No schema ids left: every id up to {MAX_INT32} is in use or was used before")
         return free
+
+    def _watermark(self, context: str) -> int:
+        if context == DEFAULT_CONTEXT:
+            return self._writer.watermark()
+        fence = self._writer.latest_fence()
+        return dict(fence.context_max_ids).get(context, 0) if fence is not None else 0
+
+    def _id_watermark(self, released: list[SchemaValue]) -> tuple[Key, Value]:
+        """The fence record raising the id watermarks over the ids a hard delete frees,
+        per context (see `LogWriter.id_watermark`)."""
+        key, fence = self._writer.id_watermark(v.id for v in released if context_of(v.subject) == DEFAULT_CONTEXT)
+        latest = self._writer.latest_fence()
+        tops = dict(latest.context_max_ids) if latest is not None else {}
+        for value in released:
+            context = context_of(value.subject)
+            if context != DEFAULT_CONTEXT:
+                tops[context] = max(tops.get(context, 0), value.id)
+        return key, replace(fence, context_max_ids=tuple(sorted(tops.items())))
 
     def delete_version(self, subject: str, version: str, permanent: bool = False) -> int:
         number = parse_version(version)
@@ -426,10 +686,10 @@ class RegistryService:
                     raise errors.VersionNotSoftDeleted(
                         f"Subject '{subject}' Version {target.version} was not deleted first before "
                         "being permanently deleted")
-                return [(key, None), self._writer.id_watermark([target.id])], target.version
+                return [(key, None), self._id_watermark([target])], target.version
             if target.deleted:
                 raise errors.VersionSoftDeleted(
-                    f"Subject '{subject}' Version {target.version} was soft deleted. "
+                    f"Subject '{subject}' Version {target.version} was soft deleted."
                     "Set permanent=true to delete permanently")
             return [(key, replace(target, deleted=True))], target.version
 
@@ -458,11 +718,11 @@ class RegistryService:
                     records.append((ConfigKey(subject), None))
                 if self._cache.mode(subject) is not None:
                     records.append((ModeKey(subject), None))
-                records.append(self._writer.id_watermark(v.id for v in versions))
+                records.append(self._id_watermark(versions))
                 return records, [v.version for v in versions]
             if not live:
                 raise errors.SubjectSoftDeleted(
-                    f"Subject '{subject}' was soft deleted. Set permanent=true to delete permanently")
+                    f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently")
             return ([(DeleteSubjectKey(subject), DeleteSubjectValue(subject, live[-1].version))],
                     [v.version for v in live])
 
@@ -485,53 +745,84 @@ class RegistryService:
         if self.mode_for(subject) in (Mode.READONLY, Mode.READONLY_OVERRIDE):
             raise errors.OperationNotPermitted(f"Subject {subject} is in read-only mode")
 
-    def _parse(self, new: NewSchema) -> ParsedSchema:
+    def _parse(self, new: NewSchema, subject: str = "", *, lenient: bool = False) -> ParsedSchema:
+        """Parse a schema a request gives. One that fails the checks for new schemas is
+        still taken when the same text is stored already (under `subject`, or as an id
+        of its context): what a registry once accepted stays usable (Confluent validates
+        new schemas only)."""
         schema_type = self._types.get(new.schema_type)
         if schema_type is None:
             raise errors.InvalidSchema(f"Invalid schema type {new.schema_type}")
+        references = self._resolve_references(new.references, subject)
         try:
-            return schema_type.parse(new.schema, self._resolve_references(new.references))
+            return schema_type.parse(new.schema, references, lenient=lenient)
         except InvalidSchema as exc:
-            raise errors.InvalidSchema(f"Invalid schema: {exc}") from None
+            if lenient:
+                raise errors.InvalidSchema(f"Invalid schema: {exc}") from None
+            error = exc
+        try:
+            parsed = schema_type.parse(new.schema, references, lenient=True)
+        except InvalidSchema:
+            raise errors.InvalidSchema(f"Invalid schema: {error}") from None
+        if self._is_stored(subject, new, parsed):
+            return parsed
+        raise errors.InvalidSchema(f"Invalid schema: {error}") from None
 
-    def _resolve_references(self, references: Iterable[SchemaReference]) -> dict[str, str]:
+    def _parse_stored(self, new: NewSchema, subject: str = "") -> ParsedSchema:
+        """Parse a schema from the log, as Confluent's parser reads what it stored."""
+        return self._parse(new, subject, lenient=True)
+
+    def _is_stored(self, subject: str, new: NewSchema, parsed: ParsedSchema) -> bool:
+        texts = {new.schema, parsed.canonical()}
+        if any(v.schema in texts and v.schema_type == new.schema_type and v.references == new.references
+               for v in self._cache.versions(subject)):
+            return True
+        context = context_of(subject) if subject else DEFAULT_CONTEXT
+        return any(self._cache.id_by_content(content_key(context, new.schema_type, text, new.references))
+                   is not None for text in texts)
+
+    def _resolve_references(self, references: Iterable[SchemaReference], referrer: str = "") -> dict[str, str]:
         """Reference name -> schema text, dependencies first, following references of references.
 
         Each (subject, version) is visited once, however many schemas reach it: a fan-out
         of references costs what the distinct referenced versions and their edges cost,
-        never the number of paths through them.
+        never the number of paths through them. A reference from a subject of another
+        context names a subject of that context unless it is qualified itself.
         """
         resolved: dict[str, str] = {}
         visited: set[tuple[str, int]] = set()
 
-        def visit(ref: SchemaReference, depth: int) -> None:
+        def visit(ref: SchemaReference, parent: str, depth: int) -> None:
             if depth > _MAX_REFERENCE_DEPTH:
                 raise errors.InvalidSchema("Invalid schema: references nest too deeply or form a cycle")
-            target = self._cache.version(ref.subject, ref.version)
+            subject = qualify_reference(parent, ref.subject)
+            target = self._cache.version(subject, ref.version)
             if target is None:
                 raise errors.InvalidSchema(
                     f"Invalid schema: reference {ref.name} names subject '{ref.subject}' "
                     f"version {ref.version}, which does not exist")
-            key = (ref.subject, ref.version)
+            key = (subject, ref.version)
             if key not in visited:
                 visited.add(key)
                 for inner in target.references:
-                    visit(inner, depth + 1)
+                    visit(inner, subject, depth + 1)
             resolved.setdefault(ref.name, target.schema)
 
         for ref in references:
-            visit(ref, 0)
+            visit(ref, referrer, 0)
         return resolved
 
     def _previous(self, value: SchemaValue) -> PreviousVersion:
+        key = (context_of(value.subject), value.id)
         with self._parsed_lock:
-            parsed = self._parsed.get(value.id)
+            parsed = self._parsed.get(key)
             if parsed is not None:
-                self._parsed.move_to_end(value.id)
+                self._parsed.move_to_end(key)
         if parsed is None:
-            parsed = self._parse(NewSchema(value.schema, value.schema_type, value.references))
+            parsed = self._parse_stored(NewSchema(value.schema, value.schema_type, value.references),
+                                        value.subject)
             with self._parsed_lock:
-                self._parsed[value.id] = parsed
+                self._parsed[key] = parsed
                 if len(self._parsed) > 10_000:
                     self._parsed.popitem(last=False)
         return PreviousVersion(value.version, parsed)
@@ -585,14 +876,67 @@ def _parse_mode(name: object) -> Mode:
 
 # Reserved by Confluent: the global and the empty subject in its own records.
 _RESERVED_SUBJECTS = frozenset({"__GLOBAL", "__EMPTY"})
+_GLOBAL_CONTEXT = ".__GLOBAL"
 
 
-def check_subject(subject: str) -> None:
+def check_subject(subject: str, *, config_or_mode: bool = False) -> None:
     """Refuse a subject Confluent refuses (42208): one holding a control character
-    (U+0000-U+001F, U+007F-U+009F, as Java's `isISOControl`) or a reserved name."""
-    if subject in _RESERVED_SUBJECTS or any(
-            ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
+    (U+0000-U+001F, U+007F-U+009F, as Java's `isISOControl`), a reserved name, or (but
+    for config and mode) one in the global context."""
+    if (subject_name(subject) in _RESERVED_SUBJECTS
+            or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject)
+            or (not config_or_mode and context_of(subject) == _GLOBAL_CONTEXT)):
         raise errors.InvalidSubject(f"The specified subject '{subject}' is not a valid.")
+
+
+def normalize_subject(subject: str) -> str:
+    """A subject as Confluent stores it: `:.ctx:name` for another context, a plain name
+    for the default one (`:.:name` is `name`)."""
+    if subject[:2] != ":.":
+        return subject
+    context = context_of(subject)
+    name = subject_name(subject)
+    return name if context == DEFAULT_CONTEXT else f":{context}:{name}"
+
+
+def normalize_context(name: str) -> str:
+    """A context named in a path (`.ctx`, `:.ctx:` or `ctx`) as its subject `:.ctx:`.
+    Raises InvalidSubject for a name holding a colon or a control character."""
+    inner = name[1:] if name.startswith(":") else name
+    inner = inner[:-1] if inner.endswith(":") else inner
+    if ":" in inner or not inner or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in inner):
+        raise errors.InvalidSubject(f"The specified context '{name}' is not a valid.")
+    if not inner.startswith("."):
+        inner = "." + inner
+    return f":{inner}:"
+
+
+def subject_name(subject: str) -> str:
+    """The name of a subject without its context (`name` of `:.ctx:name`)."""
+    if subject[:2] != ":.":
+        return subject
+    end = subject.find(":", 2)
+    return subject[end + 1:] if end >= 0 else ""
+
+
+def context_subject(subject: str) -> str:
+    """The subject standing for the context of `subject` (`:.ctx:`), where a context's
+    config and mode are kept."""
+    return f":{context_of(subject)}:"
+
+
+def qualified_context(subject: str) -> str:
+    """A subject's context as Confluent prints it in messages: "" for the default one."""
+    context = context_of(subject)
+    return "" if context == DEFAULT_CONTEXT else f":{context}:"
+
+
+def _without_version(metadata: Metadata | None) -> Metadata | None:
+    """`metadata` less `confluent:version`, which follows the version it is stored with."""
+    if metadata is None or metadata.property(CONFLUENT_VERSION) is None:
+        return metadata
+    props = tuple((k, v) for k, v in metadata.properties if k != CONFLUENT_VERSION)
+    return Metadata(metadata.tags, props, metadata.sensitive)
 
 
 def _storable(text: str) -> str:

@@ -8,11 +8,19 @@ CPython builds atomically, so a concurrent apply never breaks an iteration.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from dataclasses import dataclass, replace
 
+from store.contracts import Metadata, RuleSet, content_md5, guid_of
 from store.records import (
+    DEFAULT_CONTEXT,
+    AssociationKey,
+    AssociationValue,
     ClearSubjectValue,
+    ContextKey,
+    ContextValue,
     ConfigKey,
     ConfigValue,
     DeleteSubjectKey,
@@ -27,6 +35,7 @@ from store.records import (
     SchemaValue,
     ClearSubjectKey,
     Value,
+    context_of,
     logical_key,
 )
 
@@ -35,26 +44,76 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class StoredSchema:
-    """The content an id names. An id names exactly one content, forever."""
+    """The content an id names within its context. An id names exactly one content, forever.
+
+    `md5` is Confluent's content hash (text, references, metadata, rule set); the guid
+    is that hash shown as a UUID.
+    """
 
     id: int
     schema_type: str
     schema: str
     references: tuple[SchemaReference, ...]
+    metadata: Metadata | None = None
+    rule_set: RuleSet | None = None
+    md5: bytes = b""
+    context: str = DEFAULT_CONTEXT
+
+    @property
+    def guid(self) -> str:
+        return guid_of(self.md5)
 
 
-ContentKey = tuple[str, str, tuple[SchemaReference, ...]]
+# (context, type, text, references, metadata, rule set): what makes two registrations one schema.
+ContentKey = tuple[str, str, str, tuple[SchemaReference, ...], Metadata | None, RuleSet | None]
+
+
+def content_key(context: str, schema_type: str, schema: str, references: tuple[SchemaReference, ...],
+                metadata: Metadata | None = None, rule_set: RuleSet | None = None) -> ContentKey:
+    return (context, schema_type, schema, references, metadata, rule_set)
+
+
+def _stored_content(stored: StoredSchema) -> ContentKey:
+    return (stored.context, stored.schema_type, stored.schema, stored.references, stored.metadata,
+            stored.rule_set)
+
+
+def _md5(value: SchemaValue) -> bytes:
+    if value.md5:
+        try:
+            raw = base64.b64decode(value.md5, validate=True)
+        except (ValueError, binascii.Error):
+            raw = b""
+        if len(raw) == 16:
+            return raw
+    return content_md5(value.schema, value.references, value.metadata, value.rule_set)
+
+
+def qualify_reference(referrer: str, subject: str) -> str:
+    """The stored subject a reference names: an unqualified reference from a subject of
+    another context names a subject of that context (Confluent's qualifySubjectWithParent)."""
+    if referrer[:2] != ":." or subject[:2] == ":.":
+        return subject
+    context = context_of(referrer)
+    return f":{context}:{subject}"
 
 
 class Cache:
     """Lookup maps over the applied log. See the module docstring for threading."""
 
     def __init__(self) -> None:
-        self._schemas: dict[int, StoredSchema] = {}
+        # Ids are numbered per context (Confluent's contexts): context -> id -> content.
+        self._ids: dict[str, dict[int, StoredSchema]] = {DEFAULT_CONTEXT: {}}
+        self._schemas = self._ids[DEFAULT_CONTEXT]  # the default context, the hot path
         self._id_by_content: dict[ContentKey, int] = {}
+        self._id_by_md5: dict[tuple[str, bytes], int] = {}
         self._versions: dict[str, dict[int, SchemaValue]] = {}
-        self._users: dict[int, set[tuple[str, int]]] = {}
-        self._referenced_by: dict[tuple[str, int], set[int]] = {}
+        self._users: dict[tuple[str, int], set[tuple[str, int]]] = {}
+        # (qualified subject, version) -> (context, id) of the schemas referring to it
+        self._referenced_by: dict[tuple[str, int], set[tuple[str, int]]] = {}
+        self._contexts: dict[tuple[str, str], ContextValue] = {}
+        self._associations: dict[tuple[object, ...], AssociationValue] = {}
+        self._context_max_ids: dict[str, int] = {}
         self._configs: dict[str | None, ConfigValue] = {}
         self._modes: dict[str | None, ModeValue] = {}
         self._key_bytes: dict[tuple[object, ...], bytes | dict[bytes, None]] = {}
@@ -81,6 +140,15 @@ class Cache:
             if isinstance(value, FenceValue):
                 self._fence = value
                 self._max_id = max(self._max_id, value.max_id)
+                for context, top in value.context_max_ids:
+                    if top > self._context_max_ids.get(context, 0):
+                        self._context_max_ids[context] = top
+            return
+        if isinstance(key, ContextKey):
+            self._put_or_drop(self._contexts, (key.tenant, key.context), value)
+            return
+        if isinstance(key, AssociationKey):
+            self._put_or_drop(self._associations, logical_key(key), value)
             return
         if isinstance(key, SchemaKey):
             if value is None:
@@ -132,9 +200,14 @@ class Cache:
             target[subject] = value
 
     def _put_version(self, key: SchemaKey, value: SchemaValue) -> None:
-        content: ContentKey = (value.schema_type, value.schema, value.references)
-        existing = self._schemas.get(value.id)
-        if existing is not None and (existing.schema_type, existing.schema, existing.references) != content:
+        context = DEFAULT_CONTEXT if key.subject[:2] != ":." else context_of(key.subject)
+        content: ContentKey = (context, value.schema_type, value.schema, value.references, value.metadata,
+                               value.rule_set)
+        ids = self._ids.get(context)
+        if ids is None:
+            ids = self._ids[context] = {}
+        existing = ids.get(value.id)
+        if existing is not None and _stored_content(existing) != content:
             # Never let an id mean two schemas: the first content applied wins everywhere.
             self.conflicts += 1
             log.error("record for %s v%d gives id %d other content; ignored",
@@ -151,18 +224,25 @@ class Cache:
             if previous is not None and previous.id != schema_id:
                 self._release(previous)
         if existing is None:
-            self._schemas[schema_id] = StoredSchema(schema_id, *content)
+            md5 = _md5(value)
+            ids[schema_id] = StoredSchema(schema_id, value.schema_type, value.schema, value.references,
+                                          value.metadata, value.rule_set, md5, context)
+            self._id_by_md5.setdefault((context, md5), schema_id)
         self._id_by_content.setdefault(content, schema_id)
         versions[version] = value
-        users = self._users.get(schema_id)
+        users = self._users.get((context, schema_id))
         if users is None:
-            self._users[schema_id] = {(subject, version)}
+            self._users[(context, schema_id)] = {(subject, version)}
         else:
             users.add((subject, version))
         for ref in value.references:
-            self._referenced_by.setdefault((ref.subject, ref.version), set()).add(schema_id)
-        if schema_id > self._max_id:
-            self._max_id = schema_id
+            target = (qualify_reference(subject, ref.subject), ref.version)
+            self._referenced_by.setdefault(target, set()).add((context, schema_id))
+        if context == DEFAULT_CONTEXT:
+            if schema_id > self._max_id:
+                self._max_id = schema_id
+        elif schema_id > self._context_max_ids.get(context, 0):
+            self._context_max_ids[context] = schema_id
 
     def _drop_version(self, subject: str, version: int) -> None:
         versions = self._versions.get(subject)
@@ -173,21 +253,25 @@ class Cache:
             self._release(previous)
 
     def _release(self, value: SchemaValue) -> None:
-        users = self._users.get(value.id)
+        context = context_of(value.subject)
+        users = self._users.get((context, value.id))
         if users is None:
             return
         users.discard((value.subject, value.version))
         if users:
             return
-        del self._users[value.id]
-        stored = self._schemas.pop(value.id, None)
+        del self._users[(context, value.id)]
+        stored = self._ids.get(context, {}).pop(value.id, None)
         if stored is not None:
+            # `_id_by_content` and `_id_by_md5` keep the id: the same content registered
+            # again gets it back (an id names one content forever).
             for ref in stored.references:
-                dependants = self._referenced_by.get((ref.subject, ref.version))
+                target = (qualify_reference(value.subject, ref.subject), ref.version)
+                dependants = self._referenced_by.get(target)
                 if dependants is not None:
-                    dependants.discard(value.id)
+                    dependants.discard((context, value.id))
                     if not dependants:
-                        del self._referenced_by[(ref.subject, ref.version)]
+                        del self._referenced_by[target]
 
     # ---- reads -------------------------------------------------------------
 
@@ -205,6 +289,10 @@ class Cache:
             return self._modes.get(key.subject)
         if isinstance(key, NoopKey):
             return self._fence
+        if isinstance(key, ContextKey):
+            return self._contexts.get((key.tenant, key.context))
+        if isinstance(key, AssociationKey):
+            return self._associations.get(logical_key(key))
         return self._subject_records.get((type(key), key.subject))
 
     @property
@@ -214,31 +302,59 @@ class Cache:
 
     @property
     def max_id(self) -> int:
-        """The largest id any applied record has used; new ids start above it."""
+        """The largest id any applied record has used in the default context; new ids start above it."""
         return self._max_id
 
-    def schema_by_id(self, schema_id: int) -> StoredSchema | None:
-        return self._schemas.get(schema_id)
+    def context_max_id(self, context: str) -> int:
+        """The largest id used in `context` (records and fences alike); new ids start above it."""
+        if context == DEFAULT_CONTEXT:
+            return self._max_id
+        return self._context_max_ids.get(context, 0)
 
-    def id_by_content(self, schema_type: str, schema: str,
-                      references: tuple[SchemaReference, ...]) -> int | None:
-        return self._id_by_content.get((schema_type, schema, references))
+    def context_max_ids(self) -> tuple[tuple[str, int], ...]:
+        """(context, largest id) for every non-default context that used an id, sorted."""
+        return tuple(sorted(list(self._context_max_ids.items())))
 
-    def lowest_free_id_above(self, floor: int, ceiling: int) -> int | None:
-        """The lowest id in (floor, ceiling] that no applied record uses, or None.
+    def schema_by_id(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> StoredSchema | None:
+        if context == DEFAULT_CONTEXT:
+            return self._schemas.get(schema_id)
+        return self._ids.get(context, {}).get(schema_id)
+
+    def id_by_content(self, content: ContentKey) -> int | None:
+        return self._id_by_content.get(content)
+
+    def id_by_md5(self, context: str, md5: bytes) -> int | None:
+        return self._id_by_md5.get((context, md5))
+
+    def lowest_free_id_above(self, floor: int, ceiling: int, context: str = DEFAULT_CONTEXT) -> int | None:
+        """The lowest id in (floor, ceiling] that no applied record of `context` uses, or None.
 
         Linear in the number of ids in use: only for when the ids above the highest
         one are exhausted.
         """
         candidate = floor + 1
-        for used in sorted(i for i in list(self._schemas) if i > floor):
+        for used in sorted(i for i in list(self._ids.get(context, {})) if i > floor):
             if used > candidate:
                 break
             candidate = used + 1
         return candidate if candidate <= ceiling else None
 
-    def schema_ids(self) -> list[int]:
-        return sorted(list(self._schemas))
+    def schema_ids(self, context: str = DEFAULT_CONTEXT) -> list[int]:
+        return sorted(list(self._ids.get(context, {})))
+
+    def contexts(self) -> list[str]:
+        """Every context a CONTEXT record or a stored subject names, the default one included."""
+        found = {DEFAULT_CONTEXT} | {context for _, context in list(self._contexts)}
+        found.update(context for context, ids in list(self._ids.items()) if ids)
+        return sorted(found)
+
+    def context_records(self) -> list[ContextKey]:
+        return [ContextKey(context, tenant) for tenant, context in list(self._contexts)]
+
+    def associations(self) -> list[AssociationValue]:
+        """Every association, in a stable order (subject, resource)."""
+        return sorted(list(self._associations.values()),
+                      key=lambda a: (a.subject, a.resource_namespace, a.resource_name, a.association_type))
 
     def subjects(self) -> list[str]:
         return list(self._versions)
@@ -250,13 +366,13 @@ class Cache:
     def version(self, subject: str, version: int) -> SchemaValue | None:
         return self._versions.get(subject, {}).get(version)
 
-    def users_of(self, schema_id: int) -> list[tuple[str, int]]:
-        """The (subject, version) pairs, soft-deleted included, that use `schema_id`."""
-        return sorted(list(self._users.get(schema_id, ())))
+    def users_of(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> list[tuple[str, int]]:
+        """The (subject, version) pairs, soft-deleted included, that use `schema_id` in `context`."""
+        return sorted(list(self._users.get((context, schema_id), ())))
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of schemas whose references name (subject, version)."""
-        return sorted(list(self._referenced_by.get((subject, version), ())))
+        return sorted({schema_id for _, schema_id in list(self._referenced_by.get((subject, version), ()))})
 
     def config(self, subject: str | None) -> ConfigValue | None:
         return self._configs.get(subject)
@@ -278,7 +394,10 @@ class Cache:
     def fingerprint(self) -> tuple:
         """Everything reads can observe, for comparing two nodes' caches in tests."""
         return (
-            sorted(self._schemas.items()),
+            sorted((c, sorted(ids.items())) for c, ids in list(self._ids.items())),
+            sorted(self._context_max_ids.items()),
+            sorted(self._contexts),
+            sorted(self._associations.items()),
             sorted((s, sorted(v.items())) for s, v in list(self._versions.items())),
             sorted(self._configs.items(), key=lambda kv: kv[0] or ""),
             sorted(self._modes.items(), key=lambda kv: kv[0] or ""),

@@ -23,6 +23,8 @@ import orjson
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from store.contracts import Metadata, RuleSet, metadata_from_json, rule_set_from_json
+
 
 class KeyType(enum.Enum):
     SCHEMA = "SCHEMA"
@@ -31,6 +33,26 @@ class KeyType(enum.Enum):
     NOOP = "NOOP"
     DELETE_SUBJECT = "DELETE_SUBJECT"
     CLEAR_SUBJECT = "CLEAR_SUBJECT"
+    CONTEXT = "CONTEXT"
+    ASSOC = "ASSOC"
+
+
+DEFAULT_TENANT = "default"
+
+
+DEFAULT_CONTEXT = "."
+
+
+def context_of(subject: str) -> str:
+    """The context a stored subject belongs to: `.ctx` for `:.ctx:name`, `.` for a plain name.
+
+    Confluent stores subjects of other contexts qualified, as `:.ctx:name`; a subject
+    naming only its context (`:.ctx:`) stands for the context itself.
+    """
+    if subject.startswith(":."):
+        end = subject.find(":", 2)
+        return subject[1:end] if end >= 0 else subject[1:]
+    return DEFAULT_CONTEXT
 
 
 class RecordFormatError(ValueError):
@@ -73,7 +95,31 @@ class ClearSubjectKey:
     magic: int = 0
 
 
-Key = Union[SchemaKey, ConfigKey, ModeKey, NoopKey, DeleteSubjectKey, ClearSubjectKey]
+@dataclass(frozen=True, slots=True)
+class ContextKey:
+    """A context's existence (Confluent writes one when a qualified subject first
+    registers). `context` is its name with the leading dot, as `.ctx`."""
+
+    context: str
+    tenant: str = DEFAULT_TENANT
+    magic: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AssociationKey:
+    """Confluent 8's association of a subject with a resource (a topic, say)."""
+
+    resource_name: str
+    resource_namespace: str
+    resource_type: str
+    association_type: str
+    subject: str
+    tenant: str = DEFAULT_TENANT
+    magic: int = 0
+
+
+Key = Union[SchemaKey, ConfigKey, ModeKey, NoopKey, DeleteSubjectKey, ClearSubjectKey, ContextKey,
+            AssociationKey]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +138,31 @@ class SchemaValue:
     schema_type: str = "AVRO"
     references: tuple[SchemaReference, ...] = ()
     deleted: bool = False
+    metadata: Metadata | None = None
+    rule_set: RuleSet | None = None
+    md5: str | None = None  # base64, as Confluent may store it; else derived from the content
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigValue:
+    """A global or subject config. Fields Confluent stores that we do not act on (aliases,
+    validation switches, the compatibility policy) are kept, so a config read from an
+    adopted topic is written back whole."""
+
     compatibility_level: str | None
     subject: str | None = None
     normalize: bool | None = None
+    alias: str | None = None
+    alias_for_deks: str | None = None
+    validate_fields: bool | None = None
+    validate_new_schemas: bool | None = None
+    validate_rules: bool | None = None
+    compatibility_policy: str | None = None
+    compatibility_group: str | None = None
+    default_metadata: Metadata | None = None
+    override_metadata: Metadata | None = None
+    default_rule_set: RuleSet | None = None
+    override_rule_set: RuleSet | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +182,30 @@ class ClearSubjectValue:
     subject: str
 
 
+@dataclass(frozen=True, slots=True)
+class ContextValue:
+    context: str
+    tenant: str = DEFAULT_TENANT
+
+
+@dataclass(frozen=True, slots=True)
+class AssociationValue:
+    """One association, as Confluent's AssociationValue holds it. `create_ts` is the
+    leader's clock when it was created: carried in the record, so replay agrees."""
+
+    guid: str
+    resource_name: str
+    resource_namespace: str
+    resource_id: str
+    resource_type: str
+    association_type: str
+    subject: str
+    lifecycle: str | None = None
+    frozen: bool = False
+    create_ts: int | None = None
+    tenant: str = DEFAULT_TENANT
+
+
 @dataclass(frozen=True)
 class FenceValue:
     """Our addition: a NOOP record a newly elected leader appends before it writes.
@@ -133,9 +221,12 @@ class FenceValue:
     # the fence with it: the newest NOOP record survives compaction, so a replay never
     # hands out an id whose records compaction removed (DESIGN invariant 3).
     max_id: int = 0
+    # The same for each non-default context, whose ids are numbered apart: (context, id).
+    context_max_ids: tuple[tuple[str, int], ...] = ()
 
 
-Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue, FenceValue]
+Value = Union[SchemaValue, ConfigValue, ModeValue, DeleteSubjectValue, ClearSubjectValue, FenceValue,
+              ContextValue, AssociationValue]
 
 
 def logical_key(key: Key) -> tuple[Any, ...]:
@@ -148,6 +239,11 @@ def logical_key(key: Key) -> tuple[Any, ...]:
         return ("SCHEMA", key.subject, key.version)
     if isinstance(key, NoopKey):
         return ("NOOP",)
+    if isinstance(key, ContextKey):
+        return ("CONTEXT", key.tenant, key.context)
+    if isinstance(key, AssociationKey):
+        return ("ASSOC", key.tenant, key.resource_name, key.resource_namespace, key.resource_type,
+                key.association_type, key.subject)
     return (_KEY_TYPE_OF[type(key)].value, key.subject)
 
 
@@ -163,6 +259,15 @@ def encode_key(key: Key) -> bytes:
                        "magic": key.magic})
     if isinstance(key, NoopKey):
         return _dumps({"keytype": "NOOP", "magic": key.magic})
+    if isinstance(key, ContextKey):
+        # @JsonPropertyOrder({"keytype", "tenant", "context"}); magic, unlisted, follows.
+        return _dumps({"keytype": "CONTEXT", "tenant": key.tenant, "context": key.context,
+                       "magic": key.magic})
+    if isinstance(key, AssociationKey):
+        return _dumps({"keytype": "ASSOC", "tenant": key.tenant, "resourceName": key.resource_name,
+                       "resourceNamespace": key.resource_namespace, "resourceType": key.resource_type,
+                       "associationType": key.association_type, "subject": key.subject,
+                       "magic": key.magic})
     body: dict[str, Any] = {"keytype": _KEY_TYPE_OF[type(key)].value}
     if key.subject:  # NON_EMPTY: the global config and mode keys carry no subject
         body["subject"] = key.subject
@@ -175,24 +280,25 @@ def encode_value(value: Value | None) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, SchemaValue):
+        # SchemaValue's @JsonCreator order: subject, version, id, md5, schemaType,
+        # references, metadata, ruleSet, schema, deleted.
         body: dict[str, Any] = {"subject": value.subject, "version": value.version, "id": value.id}
+        if value.md5:
+            body["md5"] = value.md5
         if value.schema_type != "AVRO":
             body["schemaType"] = value.schema_type
         if value.references:
             body["references"] = [{"name": r.name, "subject": r.subject, "version": r.version}
                                   for r in value.references]
+        if value.metadata is not None:
+            body["metadata"] = value.metadata.to_json()
+        if value.rule_set is not None:
+            body["ruleSet"] = value.rule_set.to_json()
         body["schema"] = value.schema
         body["deleted"] = value.deleted
         return _dumps(body)
     if isinstance(value, ConfigValue):
-        body = {}
-        if value.subject:
-            body["subject"] = value.subject
-        if value.compatibility_level is not None:
-            body["compatibilityLevel"] = value.compatibility_level
-        if value.normalize is not None:
-            body["normalize"] = value.normalize
-        return _dumps(body)
+        return _dumps(_config_body(value))
     if isinstance(value, ModeValue):
         body = {}
         if value.subject:
@@ -207,8 +313,44 @@ def encode_value(value: Value | None) -> bytes | None:
         body = {"fence": value.token, "leader": value.leader}
         if value.max_id:
             body["maxId"] = value.max_id
+        if value.context_max_ids:
+            body["contextMaxIds"] = dict(value.context_max_ids)
+        return _dumps(body)
+    if isinstance(value, ContextValue):
+        return _dumps({"tenant": value.tenant, "context": value.context})
+    if isinstance(value, AssociationValue):
+        body = {"guid": value.guid, "tenant": value.tenant, "resourceName": value.resource_name,
+                "resourceNamespace": value.resource_namespace, "resourceId": value.resource_id,
+                "resourceType": value.resource_type, "associationType": value.association_type,
+                "subject": value.subject}
+        if value.lifecycle:
+            body["lifecycle"] = value.lifecycle
+        body["frozen"] = value.frozen
+        if value.create_ts is not None:
+            body["createTs"] = value.create_ts
         return _dumps(body)
     raise TypeError(f"not a record value: {value!r}")
+
+
+def _config_body(value: ConfigValue) -> dict[str, Any]:
+    """ConfigValue's @JsonCreator order, NON_EMPTY (a false Boolean object is kept)."""
+    body: dict[str, Any] = {}
+    for name, item in (
+            ("subject", value.subject), ("alias", value.alias), ("aliasForDeks", value.alias_for_deks),
+            ("normalize", value.normalize), ("validateFields", value.validate_fields),
+            ("validateNewSchemas", value.validate_new_schemas), ("validateRules", value.validate_rules),
+            ("compatibilityLevel", value.compatibility_level),
+            ("compatibilityPolicy", value.compatibility_policy),
+            ("compatibilityGroup", value.compatibility_group)):
+        if item is not None and item != "":
+            body[name] = item
+    for name, contract in (("defaultMetadata", value.default_metadata),
+                           ("overrideMetadata", value.override_metadata),
+                           ("defaultRuleSet", value.default_rule_set),
+                           ("overrideRuleSet", value.override_rule_set)):
+        if contract is not None:
+            body[name] = contract.to_json()
+    return body
 
 
 def _load_object(raw: bytes, what: str) -> dict[str, Any]:
@@ -260,6 +402,18 @@ def decode_key(raw: bytes) -> Key:
         if not isinstance(subject, str):
             raise RecordFormatError(f"{key_type} key has no subject")
         return (DeleteSubjectKey if key_type == "DELETE_SUBJECT" else ClearSubjectKey)(subject, magic)
+    if key_type == "CONTEXT":
+        tenant, context = obj.get("tenant", DEFAULT_TENANT), obj.get("context")
+        if type(context) is not str or type(tenant) is not str:
+            raise RecordFormatError("CONTEXT key needs a string context")
+        return ContextKey(context, tenant, magic)
+    if key_type == "ASSOC":
+        fields = [obj.get(n) for n in ("resourceName", "resourceNamespace", "resourceType",
+                                       "associationType", "subject")]
+        tenant = obj.get("tenant", DEFAULT_TENANT)
+        if any(type(f) is not str for f in fields) or type(tenant) is not str:
+            raise RecordFormatError("ASSOC key needs string resource fields and a subject")
+        return AssociationKey(*fields, tenant=tenant, magic=magic)
     raise RecordFormatError(f"unknown keytype {key_type!r}")
 
 
@@ -269,9 +423,12 @@ def _decode_fence(raw: bytes) -> FenceValue | None:
     except orjson.JSONDecodeError:
         return None
     if type(obj) is dict and isinstance(obj.get("fence"), str):
-        leader, max_id = obj.get("leader"), obj.get("maxId")
+        leader, max_id, contexts = obj.get("leader"), obj.get("maxId"), obj.get("contextMaxIds")
+        context_max_ids = tuple(sorted(
+            (name, top) for name, top in contexts.items() if type(top) is int and top > 0
+        )) if type(contexts) is dict else ()
         return FenceValue(obj["fence"], leader if isinstance(leader, str) else "",
-                          max_id if type(max_id) is int and max_id > 0 else 0)
+                          max_id if type(max_id) is int and max_id > 0 else 0, context_max_ids)
     return None
 
 
@@ -290,15 +447,43 @@ def decode_value(key: Key, raw: bytes | None) -> Value | None:
         return _decode_schema_value(key, _load_object(raw, "SchemaKey value"))
     obj = _load_object(raw, f"{type(key).__name__} value")
     if isinstance(key, ConfigKey):
-        level = obj.get("compatibilityLevel", obj.get("compatibility"))
-        normalize = obj.get("normalize")
-        return ConfigValue(level if isinstance(level, str) else None, key.subject,
-                           normalize if isinstance(normalize, bool) else None)
+        return _decode_config_value(key, obj)
     if isinstance(key, ModeKey):
         return ModeValue(_str(obj, "mode", "MODE value"), key.subject)
     if isinstance(key, DeleteSubjectKey):
         return DeleteSubjectValue(key.subject, _int(obj, "version", "DELETE_SUBJECT value"))
+    if isinstance(key, ContextKey):
+        return ContextValue(key.context, key.tenant)
+    if isinstance(key, AssociationKey):
+        return _decode_association_value(key, obj)
     return ClearSubjectValue(key.subject)
+
+
+def _opt(obj: dict[str, Any], name: str, kind: type) -> Any:
+    value = obj.get(name)
+    return value if type(value) is kind else None
+
+
+def _decode_config_value(key: ConfigKey, obj: dict[str, Any]) -> ConfigValue:
+    level = obj.get("compatibilityLevel", obj.get("compatibility"))
+    return ConfigValue(
+        level if isinstance(level, str) else None, key.subject, _opt(obj, "normalize", bool),
+        _opt(obj, "alias", str), _opt(obj, "aliasForDeks", str), _opt(obj, "validateFields", bool),
+        _opt(obj, "validateNewSchemas", bool), _opt(obj, "validateRules", bool),
+        _opt(obj, "compatibilityPolicy", str), _opt(obj, "compatibilityGroup", str),
+        metadata_from_json(obj.get("defaultMetadata"), strict=False),
+        metadata_from_json(obj.get("overrideMetadata"), strict=False),
+        rule_set_from_json(obj.get("defaultRuleSet"), strict=False),
+        rule_set_from_json(obj.get("overrideRuleSet"), strict=False))
+
+
+def _decode_association_value(key: AssociationKey, obj: dict[str, Any]) -> AssociationValue:
+    create_ts = obj.get("createTs")
+    return AssociationValue(
+        _opt(obj, "guid", str) or "", key.resource_name, key.resource_namespace,
+        _opt(obj, "resourceId", str) or "", key.resource_type, key.association_type, key.subject,
+        _opt(obj, "lifecycle", str), obj.get("frozen") is True,
+        create_ts if type(create_ts) is int else None, key.tenant)
 
 
 def _decode_schema_value(key: SchemaKey, obj: dict[str, Any]) -> SchemaValue:
@@ -319,10 +504,16 @@ def _decode_schema_value(key: SchemaKey, obj: dict[str, Any]) -> SchemaValue:
     if type(schema_type) is not str:
         raise RecordFormatError("SCHEMA value schemaType is not a string")
     subject, version = obj.get("subject"), obj.get("version")
+    metadata = obj.get("metadata")
+    rule_set = obj.get("ruleSet")
+    md5 = obj.get("md5")
     return SchemaValue(
         subject if type(subject) is str else key.subject,
         version if type(version) is int else key.version,
-        schema_id, schema, schema_type, references, obj.get("deleted") is True)
+        schema_id, schema, schema_type, references, obj.get("deleted") is True,
+        None if metadata is None else metadata_from_json(metadata, strict=False),
+        None if rule_set is None else rule_set_from_json(rule_set, strict=False),
+        md5 if type(md5) is str and md5 else None)
 
 
 _KEY_TYPE_OF: dict[type, KeyType] = {
@@ -332,6 +523,8 @@ _KEY_TYPE_OF: dict[type, KeyType] = {
     NoopKey: KeyType.NOOP,
     DeleteSubjectKey: KeyType.DELETE_SUBJECT,
     ClearSubjectKey: KeyType.CLEAR_SUBJECT,
+    ContextKey: KeyType.CONTEXT,
+    AssociationKey: KeyType.ASSOC,
 }
 
 

@@ -192,7 +192,10 @@ class LogWriter:
         self._known_end = None  # a new term: ask the log where it ends
 
         def fence() -> tuple[list[Record], None]:
-            return [(NoopKey(), FenceValue(token, leader, self.watermark()))], None
+            # The new term's fence carries every watermark the previous one held.
+            previous = self._cache.fence
+            contexts = previous.context_max_ids if previous is not None else ()
+            return [(NoopKey(), FenceValue(token, leader, self.watermark(), contexts))], None
 
         self._write(fence, permitted=False)
         with self._lock:

@@ -12,6 +12,7 @@ errors, and anything unexpected (a 500 without a traceback).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
@@ -24,8 +25,10 @@ from registry.http.bodies import error_response, json_response
 from registry.http.context import NODE_EXTENSION, node
 from registry.http.fast_path import SchemaByIdFastPath
 from registry.http.forward import FORWARD_HEADER, Forwarder
+from registry.http.negotiation import response_type
 from registry.http.routes import BLUEPRINTS
 from registry.node import Node
+from registry.service import normalize_subject
 from store.log import LogUnavailable
 from store.writer import NotWriter, StoreTimeout
 
@@ -46,7 +49,8 @@ class SubjectConverter(BaseConverter):
     regex = "[^/]+"
 
     def to_python(self, value: str) -> str:
-        return unquote(value, encoding="utf-8", errors="replace")
+        # `:.:name` and `name` are one subject (Confluent's QualifiedSubject.normalize).
+        return normalize_subject(unquote(value, encoding="utf-8", errors="replace"))
 
     def to_url(self, value: str) -> str:
         return quote(value, safe="")
@@ -67,12 +71,18 @@ def create_app(node_: Node, forwarder: Forwarder) -> Flask:
     """A Flask app serving `node_`; writes it may not append go through `forwarder`."""
     max_request_bytes = node_.settings.max_request_bytes
     app = Flask("registry")
+    app.wsgi_app = _without_trailing_slash(app.wsgi_app)  # type: ignore[method-assign]
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     app.extensions[NODE_EXTENSION] = node_
     app.url_map.converters["subject"] = SubjectConverter
     app.url_map.strict_slashes = False
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+
+    @app.before_request
+    def _negotiate() -> None:
+        if response_type(request.headers.get("Accept")) is None:
+            raise errors.NotAcceptable("HTTP 406 Not Acceptable")
 
     @app.before_request
     def _require_ready() -> None:
@@ -101,6 +111,17 @@ def create_app(node_: Node, forwarder: Forwarder) -> Flask:
         log.exception("unexpected error serving %s %s", request.method, request.path)
         return json_response({"error_code": 50001, "message": "Internal error in the schema registry"}, 500)
 
+    return app
+
+
+def _without_trailing_slash(wsgi_app: Any) -> Any:
+    """Serve `/subjects/` as `/subjects`, as JAX-RS does for every resource (one slash
+    only: `//` stays a path no route names)."""
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if len(path) > 1 and path.endswith("/") and not path.endswith("//"):
+            environ["PATH_INFO"] = path[:-1]
+        return wsgi_app(environ, start_response)
     return app
 
 

@@ -58,7 +58,7 @@ class AsgiBridge:
             return
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
         path = origin_form(raw_path.decode("latin-1"))
-        body = self._fast_path.answer(scope["method"], path, scope["query_string"])
+        body = self._fast_path.answer(scope["method"], path, scope["query_string"], scope["headers"])
         if body is not None:
             await send({"type": "http.response.start", "status": 200,
                         "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})

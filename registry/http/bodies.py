@@ -10,9 +10,19 @@ import orjson
 from flask import Response, request
 
 from registry import errors
-from registry.service import MAX_INT32, NewSchema
+from registry.http.negotiation import response_type
+from registry.service import MAX_INT32, ConfigUpdate, NewSchema
 from store.cache import StoredSchema
-from store.records import SchemaReference, SchemaValue
+from store.contracts import (
+    ContractError,
+    Metadata,
+    RuleSet,
+    guid_of,
+    metadata_from_json,
+    rule_set_from_json,
+    validate_rule_set,
+)
+from store.records import ConfigValue, SchemaReference, SchemaValue
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 ACCEPTED_BODY_TYPES = frozenset({
@@ -27,36 +37,96 @@ ACCEPTED_BODY_TYPES = frozenset({
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status=status, content_type=CONTENT_TYPE)
+    """`body` as JSON, typed as the request's Accept header chose (see `negotiation`)."""
+    return Response(orjson.dumps(body), status=status, content_type=_negotiated())
 
 
 def raw_response(text: str) -> Response:
-    return Response(text, status=200, content_type=CONTENT_TYPE)
+    return Response(text, status=200, content_type=_negotiated())
+
+
+def _negotiated() -> str:
+    # An Accept header nothing we serve satisfies was refused before the view ran
+    # (406); an error answer then still needs a type: our default.
+    return response_type(request.headers.get("Accept")) or CONTENT_TYPE
 
 
 def error_response(error: errors.RegistryError) -> Response:
     return json_response(error.body(), error.http_status)
 
 
-def schema_body(stored: StoredSchema) -> dict[str, Any]:
-    """The body of `GET /schemas/ids/{id}`."""
+def schema_body(stored: StoredSchema, holder: SchemaValue | None = None) -> dict[str, Any]:
+    """The body of `GET /schemas/ids/{id}` (Confluent's SchemaString); with the version
+    that answered for a `?subject=`, its subject and version lead."""
     body: dict[str, Any] = {}
+    if holder is not None:
+        body["subject"] = holder.subject
+        body["version"] = holder.version
+    body["guid"] = stored.guid
     if stored.schema_type != "AVRO":
         body["schemaType"] = stored.schema_type
     if stored.references:
         body["references"] = references_body(stored.references)
+    _contracts_body(body, stored.metadata, stored.rule_set)
     body["schema"] = stored.schema
     return body
 
 
-def version_body(value: SchemaValue) -> dict[str, Any]:
-    """A subject's version as `GET /subjects/{s}/versions/{v}` answers it."""
+def version_body(value: SchemaValue, stored: StoredSchema | None = None) -> dict[str, Any]:
+    """A subject's version as `GET /subjects/{s}/versions/{v}` answers it (Confluent's Schema)."""
     body: dict[str, Any] = {"subject": value.subject, "version": value.version, "id": value.id}
+    if stored is not None:
+        body["guid"] = stored.guid
     if value.schema_type != "AVRO":
         body["schemaType"] = value.schema_type
     if value.references:
         body["references"] = references_body(value.references)
+    _contracts_body(body, value.metadata, value.rule_set)
     body["schema"] = value.schema
+    if value.deleted:
+        body["deleted"] = True
+    return body
+
+
+def register_body(value: SchemaValue, stored: StoredSchema | None) -> dict[str, Any]:
+    """Confluent's RegisterSchemaResponse: the id, and what the registry stored."""
+    body: dict[str, Any] = {"id": value.id, "version": value.version}
+    if stored is not None:
+        body["guid"] = stored.guid
+    if value.schema_type != "AVRO":
+        body["schemaType"] = value.schema_type
+    if value.references:
+        body["references"] = references_body(value.references)
+    _contracts_body(body, value.metadata, value.rule_set)
+    body["schema"] = value.schema
+    return body
+
+
+def _contracts_body(body: dict[str, Any], metadata: Metadata | None, rule_set: RuleSet | None) -> None:
+    if metadata is not None:
+        body["metadata"] = metadata.to_json()
+    if rule_set is not None:
+        body["ruleSet"] = rule_set.to_json()
+
+
+def config_body(value: ConfigValue, level_name: str = "compatibilityLevel") -> dict[str, Any]:
+    """A config as Confluent's Config (`compatibilityLevel`) or ConfigUpdateRequest
+    (`compatibility`) shows it."""
+    body: dict[str, Any] = {}
+    for name, item in (("alias", value.alias), ("normalize", value.normalize),
+                       ("validateFields", value.validate_fields),
+                       ("validateRules", value.validate_rules),
+                       (level_name, value.compatibility_level),
+                       ("compatibilityPolicy", value.compatibility_policy),
+                       ("compatibilityGroup", value.compatibility_group)):
+        if item is not None and item != "":
+            body[name] = item
+    for name, contract in (("defaultMetadata", value.default_metadata),
+                           ("overrideMetadata", value.override_metadata),
+                           ("defaultRuleSet", value.default_rule_set),
+                           ("overrideRuleSet", value.override_rule_set)):
+        if contract is not None:
+            body[name] = contract.to_json()
     return body
 
 
@@ -97,6 +167,48 @@ def int_arg(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise errors.UnprocessableEntity(f"Query parameter {name} must be an integer, got {value!r}") from None
+
+
+def metadata(body: dict[str, Any], name: str = "metadata") -> Metadata | None:
+    """Metadata a body gives (None if it gives none); malformed: 422."""
+    try:
+        return metadata_from_json(body.get(name), strict=True)
+    except ContractError as exc:
+        raise errors.UnprocessableEntity(f"Invalid {name}: {exc}") from None
+
+
+def rule_set(body: dict[str, Any], name: str = "ruleSet") -> RuleSet | None:
+    """A rule set a body gives, validated as Confluent's RuleSet.validate (42210)."""
+    try:
+        found = rule_set_from_json(body.get(name), strict=True)
+        if found is not None:
+            validate_rule_set(found)
+    except ContractError as exc:
+        raise errors.InvalidRuleSet(str(exc)) from None
+    return found
+
+
+def config_update(body: dict[str, Any]) -> ConfigUpdate:
+    """A `PUT /config` body: `compatibility` (or `compatibilityLevel`), `normalize`,
+    `compatibilityGroup` and the default/override contracts; a contract set to null
+    is cleared."""
+    level = body.get("compatibility", body.get("compatibilityLevel"))
+    if level is not None and not isinstance(level, str):
+        raise errors.InvalidCompatibilityLevel(
+            "Invalid compatibility level. Valid values are none, backward, forward, full, "
+            "backward_transitive, forward_transitive, and full_transitive")
+    normalize = body.get("normalize")
+    if normalize is not None and not isinstance(normalize, bool):
+        raise errors.UnprocessableEntity("normalize must be a boolean")
+    group = body.get("compatibilityGroup")
+    if group is not None and (not isinstance(group, str) or len(group) > 1024):
+        raise errors.UnprocessableEntity("compatibilityGroup must be a string of at most 1024 characters")
+    cleared = frozenset(name for name in ("defaultMetadata", "overrideMetadata", "defaultRuleSet",
+                                          "overrideRuleSet", "compatibilityGroup", "normalize")
+                        if name in body and body[name] is None)
+    return ConfigUpdate(level, normalize, group, metadata(body, "defaultMetadata"),
+                        metadata(body, "overrideMetadata"), rule_set(body, "defaultRuleSet"),
+                        rule_set(body, "overrideRuleSet"), cleared)
 
 
 def new_schema(body: dict[str, Any]) -> NewSchema:
@@ -143,11 +255,12 @@ def optional_positive(body: dict[str, Any], name: str) -> int | None:
 
 
 def schema_id(raw: str) -> int:
-    """A schema id from the path; an id that cannot exist is simply not found."""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise errors.SchemaNotFound("Schema not found") from None
-    if not 0 <= value <= MAX_INT32:
-        raise errors.SchemaNotFound("Schema not found")
+    """A schema id from the path. Not a number: a plain 404 (JAX-RS cannot bind an
+    Integer path parameter, so no resource matches); a number no id can have: 40403."""
+    digits = raw[1:] if raw[:1] in "+-" else raw
+    value = int(raw) if digits.isascii() and digits.isdigit() and len(digits) <= 10 else None
+    if value is None or not -MAX_INT32 - 1 <= value <= MAX_INT32:
+        raise errors.NotFound("HTTP 404 Not Found")
+    if value < 0:
+        raise errors.SchemaNotFound(f"Schema {value} not found")
     return value

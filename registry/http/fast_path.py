@@ -9,11 +9,12 @@ unchanged, so errors keep one way out. Never blocks.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import orjson
 
 from registry.http.bodies import schema_body
+from registry.http.negotiation import V1_JSON, response_type
 from registry.service import RegistryService
 
 _PREFIX = "/schemas/ids/"
@@ -25,10 +26,17 @@ class SchemaByIdFastPath:
         self._ready = ready
         self._memo: dict[int, tuple[object, bytes]] = {}
 
-    def answer(self, method: str, path: str, query: bytes) -> bytes | None:
-        """The response body when this request is one the fast path serves, else None."""
+    def answer(self, method: str, path: str, query: bytes,
+               headers: Iterable[tuple[bytes, bytes]] = ()) -> bytes | None:
+        """The response body when this request is one the fast path serves, else None.
+
+        Only requests whose Accept header (if any) negotiates our default type are
+        served here: the others need another Content-Type, or a 406, from Flask."""
         if method != "GET" or query or not path.startswith(_PREFIX) or not self._ready():
             return None
+        for name, value in headers:
+            if name == b"accept" and response_type(value.decode("latin-1")) != V1_JSON:
+                return None
         digits = path[len(_PREFIX):]
         if not digits.isdigit() or len(digits) > 10:
             return None

@@ -27,6 +27,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Final, Union
@@ -215,7 +216,16 @@ def _props(obj: dict[str, JsonValue], reserved: frozenset[str]) -> Props:
     return tuple(sorted((k, _sorted_json(v)) for k, v in obj.items() if k not in reserved))
 
 
+# Set while a stored schema is parsed: Confluent reads what it stored with Avro's name
+# validation off (`Schema.Parser.setValidate(false)`), so a schema that an older
+# release accepted (a namespace `com.acme-corp`, say) stays readable. A ContextVar, so
+# that concurrent parses on other threads keep validating.
+_LENIENT_NAMES: ContextVar[bool] = ContextVar("avro_lenient_names", default=False)
+
+
 def _check_name(name: str, path: str, what: str) -> None:
+    if _LENIENT_NAMES.get():
+        return
     if not _NAME.fullmatch(name):
         raise InvalidSchema(
             f"{_at(path)}: {what} {json.dumps(name)} must match [A-Za-z_][A-Za-z0-9_]*"
@@ -232,7 +242,7 @@ def _check_namespace(namespace: str, path: str) -> None:
 def _split_name(name: str, path: str, what: str) -> tuple[str, str]:
     """(namespace, short name) of a possibly dotted name, every part validated."""
     space, dot, short = name.rpartition(".")
-    if dot and not space:
+    if dot and not space and not _LENIENT_NAMES.get():
         raise InvalidSchema(f"{_at(path)}: {what} {json.dumps(name)} has an empty namespace part")
     _check_namespace(space, path)
     _check_name(short, path, what)
@@ -1039,19 +1049,24 @@ class AvroType:
 
     name: str = "AVRO"
 
-    def parse(self, text: str, references: Mapping[str, str]) -> AvroSchema:
+    def parse(self, text: str, references: Mapping[str, str], *, lenient: bool = False) -> AvroSchema:
         """Parse and validate `text` (see `SchemaType.parse`).
 
         Each reference is parsed in the given order into one shared table of named
         types. A reference identical to an earlier one is skipped (the same type
-        reached by two paths); any other redefinition is an error.
+        reached by two paths); any other redefinition is an error. `lenient` (for
+        schemas already stored) skips the checks of names and namespaces, as
+        Confluent reads its stored schemas.
         Raises InvalidSchema with a message naming the place in the schema.
         """
+        token = _LENIENT_NAMES.set(lenient)
         try:
             return self._parse(text, references)
         except RecursionError:
             # Hostile input (thousands of nested arrays) must be a 4xx, not a crash.
             raise InvalidSchema("the schema is nested too deeply") from None
+        finally:
+            _LENIENT_NAMES.reset(token)
 
     def _parse(self, text: str, references: Mapping[str, str]) -> AvroSchema:
         names: dict[str, _Named] = {}

@@ -49,8 +49,12 @@ class SchemaType(Protocol):
 
     name: str
 
-    def parse(self, text: str, references: Mapping[str, str]) -> ParsedSchema:
+    def parse(self, text: str, references: Mapping[str, str], *, lenient: bool = False) -> ParsedSchema:
         """Parse and validate `text`.
+
+        `lenient` is set for schemas already in the log (adopted from another registry,
+        imported with their ids): they are read as Confluent's parser reads what it
+        stored, skipping checks that only new schemas must pass.
 
         `references` maps each reference name to the referenced schema's text, in
         dependency order (a referenced schema comes before the ones that use it), so

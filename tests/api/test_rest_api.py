@@ -6,7 +6,9 @@ module; each test works on subjects of its own.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 
 import pytest
 
@@ -111,8 +113,8 @@ def test_lookup_finds_the_version_from_reformatted_schema_text(registry, subject
     second = register(registry, subject, V2)
     reformatted = json.dumps(json.loads(V1), indent=4)
     body = ok_json(registry.post(f"/subjects/{path_of(subject)}", {"schema": reformatted}), "lookup")
-    assert body == {"subject": subject, "version": 1, "id": first, "schema": V1}, \
-        "lookup answers subject, version, id and the stored schema text"
+    assert body == {"subject": subject, "version": 1, "id": first, "guid": guid(V1), "schema": V1}, \
+        "lookup answers subject, version, id, guid (Confluent 8) and the stored schema text"
     reordered = json.dumps(dict(reversed(list(json.loads(V2).items()))))
     found = ok_json(registry.post(f"/subjects/{path_of(subject)}", {"schema": reordered}), "lookup")
     assert (found["id"], found["version"]) == (second, 2), "JSON key order does not matter to lookup"
@@ -178,7 +180,8 @@ def test_get_version_by_number_latest_and_minus_one(registry, subject):
     one, two = register(registry, subject, V1), register(registry, subject, V2)
     base = f"/subjects/{path_of(subject)}/versions"
     assert ok_json(registry.get(f"{base}/1"), "version 1") == {
-        "subject": subject, "version": 1, "id": one, "schema": V1}, "a version is subject, version, id, schema"
+        "subject": subject, "version": 1, "id": one, "guid": guid(V1), "schema": V1}, \
+        "a version is subject, version, id, guid (Confluent 8), schema"
     for alias in ("latest", "-1"):
         body = ok_json(registry.get(f"{base}/{alias}"), f"version {alias}")
         assert (body["version"], body["id"]) == (2, two), f"{alias} is the newest live version"
@@ -264,13 +267,19 @@ def test_register_with_normalize(registry, subject):
 # ---- schemas --------------------------------------------------------------------------------
 
 
+def guid(schema: str) -> str:
+    """Confluent's guid for a schema without references or contracts: the MD5 of its
+    text, read as a UUID (io.confluent.kafka.schemaregistry.storage.MD5)."""
+    return str(uuid.UUID(bytes=hashlib.md5(schema.encode()).digest()))
+
+
 def test_schemas_by_id_and_its_subresources(registry, subject):
     other = f"{subject}-other"
     schema = unique_record(subject)
     schema_id = register(registry, subject, schema)
     assert register(registry, other, schema) == schema_id, "the same content in another subject shares the id"
-    assert ok_json(registry.get(f"/schemas/ids/{schema_id}"), "by id") == {"schema": schema}, \
-        "an Avro schema by id is {'schema': text}, no schemaType"
+    assert ok_json(registry.get(f"/schemas/ids/{schema_id}"), "by id") == {"guid": guid(schema), "schema": schema}, \
+        "an Avro schema by id is {'guid': ..., 'schema': text}, no schemaType"
     raw = registry.get(f"/schemas/ids/{schema_id}/schema")
     assert raw.status_code == 200 and json.loads(raw.text) == json.loads(schema), "/schema answers the raw schema"
     assert ok_json(registry.get(f"/schemas/ids/{schema_id}/subjects"), "subjects") == sorted([subject, other]), \
@@ -297,11 +306,17 @@ def test_unknown_schema_id_is_40403(registry, suffix):
 
 
 def test_schema_by_id_with_subject_filter(registry, subject):
+    # Issue 12: this test asserted 40403 for a subject that does not hold the id. Confluent
+    # (KafkaSchemaRegistry.getSchemaKeyUsingContexts) only takes the subject to choose the
+    # context and falls through to the id; its deserializers always send ?subject=<topic>-value.
     schema_id = register(registry, subject, V1)
-    assert ok_json(registry.get(f"/schemas/ids/{schema_id}", params={"subject": subject}), "by id")["schema"] == V1, \
-        "an id asked for under a subject that uses it"
-    assert_error(registry.get(f"/schemas/ids/{schema_id}", params={"subject": f"{subject}-not"}), 404, 40403,
-                 "an id asked for under a subject that does not use it")
+    found = ok_json(registry.get(f"/schemas/ids/{schema_id}", params={"subject": subject}), "by id")
+    assert (found["schema"], found["subject"], found["version"]) == (V1, subject, 1), \
+        "an id asked for under a subject that uses it names that subject and version"
+    other = ok_json(registry.get(f"/schemas/ids/{schema_id}", params={"subject": f"{subject}-not"}), "by id")
+    assert other["schema"] == V1, "an id asked for under a subject that does not use it is still the schema"
+    assert_error(registry.get("/schemas/ids/2147483000", params={"subject": subject}), 404, 40403,
+                 "an unknown id is not found whatever the subject")
 
 
 def test_schema_types_lists_avro(registry):

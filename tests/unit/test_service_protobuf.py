@@ -51,7 +51,7 @@ def test_schema_importing_a_registered_reference_and_a_well_known_type(node):
     money = reg(node, "money", protobuf(MONEY))
     order = reg(node, "order", protobuf(ORDER, MONEY_REF))
     assert order.id != money.id
-    stored = node.service.schema_by_id(order.id)
+    stored, _ = node.service.schema_by_id(order.id)
     assert stored.schema == ORDER, "the canonical text is stored (ORDER is already in that layout)"
     reformatted = ORDER.replace("\n  ", " ").replace("message Order {", "// orders\nmessage Order {")
     again = reg(node, "order", protobuf(reformatted, MONEY_REF))

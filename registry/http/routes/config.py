@@ -6,35 +6,41 @@ from typing import Any
 from flask import Blueprint
 
 from registry import errors
-from registry.http.bodies import flag, json_body, json_response
+from registry.http.bodies import config_body, config_update, flag, json_body, json_response
 from registry.http.context import service
+from registry.service import normalize_subject
 
 config_routes = Blueprint("config", __name__)
+
+
+def _subject_or_global(subject: str | None) -> str | None:
+    # The default context's own subject (`:.:` after normalising, so "") is the global config.
+    return None if subject is None or normalize_subject(subject) == "" else subject
 
 
 @config_routes.get("/config")
 @config_routes.get("/config/<subject:subject>")
 def get_config(subject: str | None = None) -> Any:
     registry = service()
+    subject = _subject_or_global(subject)
     if subject is None:
-        return json_response({"compatibilityLevel": registry.global_compatibility().value})
-    level = registry.subject_compatibility(subject)
-    if level is None:
-        if not flag("defaultToGlobal"):
-            raise errors.SubjectConfigNotFound(
-                f"Subject '{subject}' does not have subject-level compatibility configured")
-        level = registry.global_compatibility()
-    return json_response({"compatibilityLevel": level.value})
+        return json_response(config_body(registry.config_in_scope(None)))
+    if flag("defaultToGlobal"):
+        return json_response(config_body(registry.config_in_scope(subject)))
+    stored = registry.config(subject)
+    if stored is None:
+        raise errors.SubjectConfigNotFound(
+            f"Subject '{subject}' does not have subject-level compatibility configured")
+    return json_response(config_body(stored))
 
 
 @config_routes.put("/config")
 @config_routes.put("/config/<subject:subject>")
 def put_config(subject: str | None = None) -> Any:
-    body = json_body()
-    level = body.get("compatibility", body.get("compatibilityLevel"))
-    if level is None:
-        raise errors.InvalidCompatibilityLevel("Invalid compatibility level: none given")
-    return json_response({"compatibility": service().set_compatibility(subject, level).value})
+    """Merge the body into the stored config (Confluent's ConfigValue.update: absent
+    fields keep their value, so `{}` changes nothing) and answer with the result."""
+    value = service().set_config(_subject_or_global(subject), config_update(json_body()))
+    return json_response(config_body(value, level_name="compatibility"))
 
 
 @config_routes.delete("/config")

@@ -13,10 +13,11 @@ schema_routes = Blueprint("schemas", __name__)
 
 @schema_routes.get("/schemas")
 def list_schemas() -> Any:
-    found = service().schemas(request.args.get("subjectPrefix", ""), deleted=flag("deleted"),
+    registry = service()
+    found = registry.schemas(request.args.get("subjectPrefix", ""), deleted=flag("deleted"),
                               latest_only=flag("latestOnly"), offset=max(int_arg("offset", 0), 0),
                               limit=int_arg("limit", -1))
-    return json_response([version_body(v) for v in found])
+    return json_response([version_body(v, registry.cached_schema_in(v)) for v in found])
 
 
 @schema_routes.get("/schemas/types")
@@ -27,23 +28,39 @@ def schema_types() -> Any:
 @schema_routes.get("/schemas/ids/<schema_id_text>")
 def get_schema(schema_id_text: str) -> Any:
     registry = service()
-    body = schema_body(registry.schema_by_id(schema_id(schema_id_text), request.args.get("subject")))
+    stored, holder = registry.schema_by_id(schema_id(schema_id_text), request.args.get("subject"))
+    body = schema_body(stored, holder)
     if flag("fetchMaxId"):
-        body["maxId"] = registry.max_id()
+        body["maxId"] = registry.max_id(stored.context)
     return json_response(body)
 
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/schema")
 def get_schema_text(schema_id_text: str) -> Any:
-    return raw_response(service().schema_by_id(schema_id(schema_id_text), request.args.get("subject")).schema)
+    stored, _ = service().schema_by_id(schema_id(schema_id_text), request.args.get("subject"))
+    return raw_response(stored.schema)
 
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/subjects")
 def get_schema_subjects(schema_id_text: str) -> Any:
-    return json_response(service().subjects_of_id(schema_id(schema_id_text), deleted=flag("deleted")))
+    return json_response(service().subjects_of_id(schema_id(schema_id_text), deleted=flag("deleted"),
+                                                  subject=request.args.get("subject")))
 
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/versions")
 def get_schema_versions(schema_id_text: str) -> Any:
     return json_response([{"subject": s, "version": v}
-                          for s, v in service().versions_of_id(schema_id(schema_id_text), deleted=flag("deleted"))])
+                          for s, v in service().versions_of_id(schema_id(schema_id_text), deleted=flag("deleted"),
+                                                               subject=request.args.get("subject"))])
+
+
+@schema_routes.get("/schemas/guids/<guid>")
+def get_schema_by_guid(guid: str) -> Any:
+    stored = service().schema_by_guid(guid)
+    return json_response(schema_body(stored))
+
+
+@schema_routes.get("/schemas/guids/<guid>/ids")
+def get_ids_of_guid(guid: str) -> Any:
+    return json_response([{"context": context, "id": schema_id}
+                          for context, schema_id in service().ids_of_guid(guid)])

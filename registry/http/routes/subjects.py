@@ -8,11 +8,15 @@ from flask import Blueprint, request
 from registry import errors
 from registry.http.bodies import (
     flag,
+    int_arg,
     json_body,
     json_response,
+    metadata,
     new_schema,
     optional_positive,
     raw_response,
+    register_body,
+    rule_set,
     version_body,
 )
 from registry.http.context import service
@@ -31,11 +35,25 @@ def list_subjects() -> Any:
                                             deleted=flag("deleted"), deleted_only=flag("deletedOnly")))
 
 
+def _version_body(value: Any) -> dict[str, Any]:
+    from_context = service().cached_schema_in(value)
+    return version_body(value, from_context)
+
+
 @subject_routes.post("/subjects/<subject:subject>")
 def lookup_schema(subject: str) -> Any:
     found = service().lookup(subject, _schema_from_body(json_body()),
                              normalize=flag("normalize"), deleted=flag("deleted"))
-    return json_response(version_body(found))
+    return json_response(_version_body(found))
+
+
+@subject_routes.get("/subjects/<subject:subject>/metadata")
+def latest_with_metadata(subject: str) -> Any:
+    keys, values = request.args.getlist("key"), request.args.getlist("value")
+    if len(keys) > 1000:
+        raise errors.UnprocessableEntity("At most 1000 metadata keys may be asked for")
+    found = service().latest_with_metadata(subject, dict(zip(keys, values)), deleted=flag("deleted"))
+    return json_response(_version_body(found))
 
 
 @subject_routes.delete("/subjects/<subject:subject>")
@@ -45,21 +63,41 @@ def delete_subject(subject: str) -> Any:
 
 @subject_routes.get("/subjects/<subject:subject>/versions")
 def list_versions(subject: str) -> Any:
-    return json_response(service().versions(subject, deleted=flag("deleted")))
+    found = service().versions(subject, deleted=flag("deleted"), deleted_only=flag("deletedOnly"))
+    offset, limit = max(int_arg("offset", 0), 0), int_arg("limit", -1)
+    return json_response(found[offset:] if limit <= 0 else found[offset:offset + limit])
 
 
 @subject_routes.post("/subjects/<subject:subject>/versions")
 def register(subject: str) -> Any:
     body = json_body()
+    given = body.get("schema")
+    contract_only = (given is None or given == "") and (
+        body.get("metadata") is not None or body.get("ruleSet") is not None)
+    # With metadata or rules but no schema, the latest version's schema is taken, as
+    # Confluent does. (Confluent does that for a body with nothing at all, too; we keep
+    # refusing that one with "Empty schema": it is a client's mistake, not an intent.)
+    schema = None if contract_only else _schema_from_body(body)
     value = service().register(subject, RegisterRequest(
-        _schema_from_body(body), normalize=flag("normalize"),
-        schema_id=optional_positive(body, "id"), version=optional_positive(body, "version")))
-    return json_response({"id": value.id})
+        schema, normalize=flag("normalize"),
+        schema_id=optional_positive(body, "id"), version=optional_positive(body, "version"),
+        metadata=metadata(body), rule_set=rule_set(body)))
+    return json_response(register_body(value, service().cached_schema_in(value)))
 
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>")
 def get_version(subject: str, version: str) -> Any:
-    return json_response(version_body(service().version(subject, version, deleted=flag("deleted"))))
+    return json_response(_version_body(service().version(subject, version, deleted=flag("deleted"))))
+
+
+@subject_routes.post("/subjects/<subject:subject>/versions/<version>/tags")
+def modify_tags(subject: str, version: str) -> Any:
+    """Confluent rewrites the schema text with the tags embedded (per schema type); we
+    do not, and say so rather than pretend."""
+    service().version(subject, version)  # 40401/40402 first, as Confluent
+    raise errors.OperationNotPermitted(
+        "Embedding schema tags in a version (POST .../tags) is not supported by this registry; "
+        "register a new version with the tags in the schema or its metadata instead")
 
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>/schema")

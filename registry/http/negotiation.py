@@ -1,0 +1,71 @@
+"""Content negotiation as Confluent's JAX-RS resources do it.
+
+Every resource produces `application/vnd.schemaregistry.v1+json` (qs 1),
+`application/vnd.schemaregistry+json` (qs 0.9) and `application/json` (qs 0.5). The
+answer's type is the one the client's Accept header rates highest (its q first, then
+our qs); a header that rates none of them above zero gets 406. No header, or `*/*`,
+gets the first.
+
+The choice depends on the header's text alone, so it is memoised per distinct header
+(bounded: a client sending endless variants only costs a parse each).
+"""
+from __future__ import annotations
+
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header
+
+V1_JSON = "application/vnd.schemaregistry.v1+json"
+PRODUCED = ((V1_JSON, 1.0), ("application/vnd.schemaregistry+json", 0.9), ("application/json", 0.5))
+_MAX_HEADER = 4096
+_MEMO_SIZE = 256
+_memo: dict[str, str | None] = {}
+
+
+def response_type(accept: str | None) -> str | None:
+    """The type to answer with for this Accept header, or None when nothing served is
+    acceptable (answer 406). Never raises."""
+    if not accept:
+        return V1_JSON
+    found = _memo.get(accept, "")
+    if found != "":
+        return found
+    chosen = _choose(accept) if len(accept) <= _MAX_HEADER else V1_JSON
+    if len(_memo) >= _MEMO_SIZE:
+        _memo.clear()
+    _memo[accept] = chosen
+    return chosen
+
+
+def _choose(accept: str) -> str | None:
+    ranges = [(value.lower(), q) for value, q in parse_accept_header(accept, MIMEAccept)]
+    if not ranges:
+        return V1_JSON  # nothing parseable: as no header at all
+    best: tuple[float, float] | None = None
+    chosen = None
+    for produced, qs in PRODUCED:
+        q = _quality(produced, ranges)
+        if q <= 0:
+            continue
+        if best is None or (q, qs) > best:
+            best, chosen = (q, qs), produced
+    return chosen
+
+
+def _quality(produced: str, ranges: list[tuple[str, float]]) -> float:
+    """The q of the most specific range that matches `produced` (RFC 9110 12.5.1)."""
+    kind, _, sub = produced.partition("/")
+    best_rank, quality = -1, 0.0
+    for value, q in ranges:
+        value = value.split(";", 1)[0].strip()
+        r_kind, _, r_sub = value.partition("/")
+        if value in ("*", "*/*"):
+            rank = 0
+        elif r_kind == kind and r_sub == "*":
+            rank = 1
+        elif r_kind == kind and r_sub == sub:
+            rank = 2
+        else:
+            continue
+        if rank > best_rank:
+            best_rank, quality = rank, q
+    return quality
