@@ -59,22 +59,24 @@ OTHER = {"type": "record", "name": "Unrelated", "namespace": NAMESPACE,
 VALUE = {"id": 1_234_567_890_123, "customer": "Ada ünïcødé", "total": 99.75, "paid": True,
          "lines": ["book", "pen"], "status": "SHIPPED", "note": "leave at door"}
 
+# Field names Go can export: confluent-kafka-go's CEL executor evaluates a Go struct by its
+# field names (cel-go native types) and fails on the *map its serializer would take.
 PAYMENT = {"type": "record", "name": "Payment", "namespace": "interop.rules", "fields": [
-    {"name": "id", "type": "long"},
-    {"name": "amount", "type": "double"},
-    {"name": "payee", "type": "string"},
+    {"name": "Id", "type": "long"},
+    {"name": "Amount", "type": "double"},
+    {"name": "Payee", "type": "string"},
 ]}
 # A CEL CONDITION on the whole message, and a CEL_FIELD TRANSFORM on one field; both on
 # WRITE, so the serializer runs them and the bytes carry the transformed value.
 RULE_SET = {"domainRules": [
     {"name": "amount-positive", "kind": "CONDITION", "mode": "WRITE", "type": "CEL",
-     "expr": "message.amount > 0.0"},
+     "expr": "message.Amount > 0.0"},
     {"name": "payee-prefixed", "kind": "TRANSFORM", "mode": "WRITE", "type": "CEL_FIELD",
-     "expr": "name == 'payee' ; 'acct-' + value"},
+     "expr": "name == 'Payee' ; 'acct-' + value"},
 ]}
-RULE_GOOD = {"id": 7, "amount": 12.5, "payee": "bob"}
-RULE_GOOD_WRITTEN = dict(RULE_GOOD, payee="acct-bob")
-RULE_BAD = {"id": 8, "amount": -1.0, "payee": "eve"}
+RULE_GOOD = {"Id": 7, "Amount": 12.5, "Payee": "bob"}
+RULE_GOOD_WRITTEN = dict(RULE_GOOD, Payee="acct-bob")
+RULE_BAD = {"Id": 8, "Amount": -1.0, "Payee": "eve"}
 
 
 def schema_text(schema: dict[str, Any]) -> str:

@@ -354,6 +354,34 @@ func (p *program) serdes() {
 	})
 }
 
+// payment is the rule step's record. confluent-kafka-go's CEL executor evaluates a struct
+// (cel-go native types, by Go field name); on the *map[string]any the other steps use,
+// it fails ("reflect: Key of non-map type").
+type payment struct {
+	ID     int64   `avro:"Id" json:"Id"`
+	Amount float64 `avro:"Amount" json:"Amount"`
+	Payee  string  `avro:"Payee" json:"Payee"`
+}
+
+func (p *program) serializePayment(topic string, value map[string]any) ([]byte, error) {
+	text, err := json.Marshal(value)
+	if err != nil {
+		return nil, err
+	}
+	var msg payment
+	if err := json.Unmarshal(text, &msg); err != nil {
+		return nil, err
+	}
+	conf := avrov2.NewSerializerConfig()
+	conf.AutoRegisterSchemas = false
+	conf.UseLatestVersion = true
+	ser, err := avrov2.NewSerializer(p.client(), serde.ValueSerde, conf)
+	if err != nil {
+		return nil, err
+	}
+	return ser.Serialize(topic, &msg)
+}
+
 func (p *program) rule() {
 	topic := p.plan.Prefix + "-rule"
 	schema := p.plan.Schemas["rule"]
@@ -368,12 +396,12 @@ func (p *program) rule() {
 		if err != nil {
 			return nil, err
 		}
-		good, err := p.serializeLatest(topic, schema, p.plan.RuleGood)
+		good, err := p.serializePayment(topic, p.plan.RuleGood)
 		if err != nil {
 			return nil, err
 		}
 		var badError any
-		if _, err := p.serializeLatest(topic, schema, p.plan.RuleBad); err != nil {
+		if _, err := p.serializePayment(topic, p.plan.RuleBad); err != nil {
 			badError = err.Error()
 		}
 		decoded, err := p.deserialize(topic, good)

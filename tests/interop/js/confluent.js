@@ -4,7 +4,7 @@
 'use strict';
 
 const {
-  AvroDeserializer, AvroSerializer, CelExecutor, RuleRegistry, SchemaRegistryClient, SerdeType,
+  AvroDeserializer, AvroSerializer, CelExecutor, CelFieldExecutor, RuleRegistry, SchemaRegistryClient, SerdeType,
   SubjectNameStrategyType,
 } = require('@confluentinc/schemaregistry');
 const { main, hex, unhex } = require('./protocol');
@@ -17,6 +17,7 @@ const meta = (m) => ({ id: m.id, version: m.version, subject: m.subject, schema:
 // Rule executors are looked up in a registry; one of our own keeps the global one clean.
 const rules = new RuleRegistry();
 rules.registerExecutor(new CelExecutor());
+rules.registerExecutor(new CelFieldExecutor());
 
 const serializer = (client, conf = {}) =>
   new AvroSerializer(client, SerdeType.VALUE, { autoRegisterSchemas: true, ...conf }, rules);

@@ -39,6 +39,15 @@ from registry.serde import AvroSerializer as OurSerializer
 Steps = dict[str, dict[str, Any]]
 
 
+def chain(exc: BaseException | None) -> str:
+    """`exc` and what caused it: confluent-kafka raises a bare SerializationError from the rule's."""
+    parts = []
+    while exc is not None and len(parts) < 8:
+        parts.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    return " <- ".join(parts)
+
+
 class Report:
     """Each step's outcome; a step that raises is recorded, and the next one runs."""
 
@@ -49,7 +58,7 @@ class Report:
         try:
             self.steps[name] = {"ok": True, "value": fn()}
         except Exception as exc:  # a failed step is data for the test, whatever it raised
-            outcome: dict[str, Any] = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "type": type(exc).__name__}
+            outcome: dict[str, Any] = {"ok": False, "error": chain(exc), "type": type(exc).__name__}
             for attr, key in (("http_status_code", "status"), ("error_code", "error_code")):
                 if isinstance(getattr(exc, attr, None), int):
                     outcome[key] = getattr(exc, attr)
@@ -183,7 +192,7 @@ class Program:
             try:
                 serialize(self.plan["rule_bad"], self.ctx(topic))
             except Exception as exc:  # what the rule raises is the observation
-                bad_error = f"{type(exc).__name__}: {exc}"
+                bad_error = chain(exc)
             return {
                 "id": registered.schema_id,
                 "stored_rule_set": stored.rule_set.to_dict() if stored.rule_set is not None else None,
