@@ -64,7 +64,7 @@ $(INTEROP_NPM_STAMP):
 $(INTEROP_GO_STAMP):
 	mkdir -p $(INTEROP)
 	rm -f $(INTEROP)/go-client-*
-	cd $(INTEROP_GO) && CGO_ENABLED=1 go build -o $(abspath $(INTEROP_GO_BIN)) .
+	cd $(INTEROP_GO) && CGO_ENABLED=1 go build -buildvcs=false -o $(abspath $(INTEROP_GO_BIN)) .
 	touch $@
 
 $(INTEROP_PY_STAMP): $(INTEROP_PY_REQS) $(TEST_STAMP)
