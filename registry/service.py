@@ -748,8 +748,9 @@ class RegistryService:
     def _parse(self, new: NewSchema, subject: str = "", *, lenient: bool = False) -> ParsedSchema:
         """Parse a schema a request gives. One that fails the checks for new schemas is
         still taken when the same text is stored already (under `subject`, or as an id
-        of its context): what a registry once accepted stays usable (Confluent validates
-        new schemas only)."""
+        of its context), or when the subject's latest version fails them too: what a
+        registry once accepted stays usable, and its next versions must keep its names
+        (a renamed record is another type). Confluent validates new schemas only."""
         schema_type = self._types.get(new.schema_type)
         if schema_type is None:
             raise errors.InvalidSchema(f"Invalid schema type {new.schema_type}")
@@ -764,9 +765,22 @@ class RegistryService:
             parsed = schema_type.parse(new.schema, references, lenient=True)
         except InvalidSchema:
             raise errors.InvalidSchema(f"Invalid schema: {error}") from None
-        if self._is_stored(subject, new, parsed):
+        if self._is_stored(subject, new, parsed) or self._latest_is_grandfathered(subject, new.schema_type):
             return parsed
         raise errors.InvalidSchema(f"Invalid schema: {error}") from None
+
+    def _latest_is_grandfathered(self, subject: str, schema_type: str) -> bool:
+        """True if the subject's latest live version is one the checks for new schemas
+        refuse (stored by a registry that accepted it). Only asked on the error path."""
+        live = self._visible_versions(subject, deleted=False) if subject else []
+        if not live or live[-1].schema_type != schema_type:
+            return False
+        latest = live[-1]
+        try:
+            self._types[schema_type].parse(latest.schema, self._resolve_references(latest.references, subject))
+        except InvalidSchema:
+            return True
+        return False
 
     def _parse_stored(self, new: NewSchema, subject: str = "") -> ParsedSchema:
         """Parse a schema from the log, as Confluent's parser reads what it stored."""

@@ -30,6 +30,11 @@ def metadata_version() -> Any:
     return json_response({"version": __version__, "commitId": ""})
 
 
+@cluster_routes.get("/v1/metadata/deployment")
+def metadata_deployment() -> Any:
+    return json_response({"attributes": []})
+
+
 @cluster_routes.get("/leader")
 def leader() -> Any:
     """Ours, for operators and failover tests: who writes, as this node sees it."""
