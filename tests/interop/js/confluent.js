@@ -125,12 +125,12 @@ async function associatedScenario(plan, report) {
   const target = `${prefix}-assoc-target`;
   await report.step('associated', async () => {
     const client = newClient(url);
+    await client.register(target, avro(schemas.v1));
     await client.createAssociation({
       resourceName: topic, resourceNamespace: 'lkc-interop', resourceId: `${topic}-id`, resourceType: 'topic',
       associations: [{ subject: target, associationType: 'value' }],
     });
     const found = await newClient(url).getAssociationsByResourceName(topic, '-', 'topic', ['value'], null, 0, -1);
-    await client.register(target, avro(schemas.v1));
     const ser = new AvroSerializer(newClient(url), SerdeType.VALUE, {
       autoRegisterSchemas: false, useLatestVersion: true, subjectNameStrategyType: SubjectNameStrategyType.ASSOCIATED,
     }, rules);

@@ -208,6 +208,7 @@ class Program:
 
         def run() -> dict[str, Any]:
             client = self.client()
+            client.register_schema(target, Schema(self.schemas["v1"], "AVRO"))
             client.create_association(AssociationCreateOrUpdateRequest(
                 resource_name=topic, resource_namespace="lkc-interop", resource_id=f"{topic}-id",
                 resource_type="topic",
