@@ -105,8 +105,20 @@ class IncompatibleSchema(RegistryError):
     http_status, error_code = 409, 409
 
 
-class AssociationExists(RegistryError):
+class AssociationForResourceExists(RegistryError):
     http_status, error_code = 409, 40903
+
+
+class AssociationForSubjectExists(RegistryError):
+    http_status, error_code = 409, 40904
+
+
+class StrongAssociationExists(RegistryError):
+    http_status, error_code = 409, 40905
+
+
+class NoActiveSubjectVersion(RegistryError):
+    http_status, error_code = 409, 40907
 
 
 class InvalidSchema(RegistryError):

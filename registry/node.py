@@ -21,6 +21,7 @@ from election.static import StaticElector
 from registry.compatibility import CompatibilityLevel
 from registry.leader_gate import ElectionView, LeaderGate
 from registry.modes import Mode
+from registry.associations import Associations
 from registry.service import RegistryService
 from registry.settings import Settings
 from store.cache import Cache
@@ -43,6 +44,7 @@ class Node:
     elector: Elector
     gate: LeaderGate
     cluster_id: str  # the Kafka cluster id for `/v1/metadata/id`; "embedded" without Kafka
+    associations: Associations
 
     def close(self) -> None:
         """Hand leadership over, stop reading and release the log.
@@ -98,7 +100,8 @@ def build_node(settings: Settings, log_: Log | None = None) -> Node:
     reader.start()
     gate = LeaderGate(writer, elector)
     elector.start(on_elected=gate.on_elected, on_demoted=gate.on_demoted)
-    return Node(settings, the_log, cache, reader, writer, service, elector, gate, cluster_id)
+    return Node(settings, the_log, cache, reader, writer, service, elector, gate, cluster_id,
+                Associations(service, cache, writer))
 
 
 def build_elector(settings: Settings) -> Elector:

@@ -113,8 +113,9 @@ def config_body(value: ConfigValue, level_name: str = "compatibilityLevel") -> d
     """A config as Confluent's Config (`compatibilityLevel`) or ConfigUpdateRequest
     (`compatibility`) shows it."""
     body: dict[str, Any] = {}
-    for name, item in (("alias", value.alias), ("normalize", value.normalize),
-                       ("validateFields", value.validate_fields),
+    for name, item in (("alias", value.alias), ("aliasForDeks", value.alias_for_deks),
+                       ("normalize", value.normalize), ("validateFields", value.validate_fields),
+                       ("validateNewSchemas", value.validate_new_schemas),
                        ("validateRules", value.validate_rules),
                        (level_name, value.compatibility_level),
                        ("compatibilityPolicy", value.compatibility_policy),

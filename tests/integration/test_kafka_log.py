@@ -523,3 +523,63 @@ def test_real_compaction_cannot_free_a_hard_deleted_id(kafka_bootstrap: str, fre
     status, body = Api(second).register("new", avro_record("New"))
     assert status == 200 and body["id"] > gone_id, \
         "after compaction removed every trace of the deleted schema, its id must still not be reused"
+
+
+def _data_contract_records() -> list[tuple[bytes, bytes | None]]:
+    """Records as Confluent 7.x/8.x write them (field orders of their classes): a schema
+    with md5, metadata and a rule set, a context and its subject, an association, a
+    config with defaults and overrides, and a key type no release of ours knows."""
+    rules = (b'{"domainRules":[{"name":"positive","kind":"CONDITION","mode":"WRITE","type":"CEL",'
+             b'"expr":"message.a > 0","disabled":false}]}')
+    meta = b'{"tags":{"R.a":["PII"]},"properties":{"owner":"team-a"},"sensitive":["a"]}'
+    schema = json.dumps(json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]},
+                                   separators=(",", ":"))).encode()
+    return [
+        (b'{"keytype":"SCHEMA","subject":"contracts","version":1,"magic":1}',
+         b'{"subject":"contracts","version":1,"id":1,"metadata":' + meta + b',"ruleSet":' + rules
+         + b',"schema":' + schema + b',"deleted":false,"offset":0,"ts":1700000000000}'),
+        (b'{"keytype":"CONTEXT","tenant":"default","context":".prod","magic":0}',
+         b'{"tenant":"default","context":".prod"}'),
+        (b'{"keytype":"SCHEMA","subject":":.prod:orders-value","version":1,"magic":1}',
+         b'{"subject":":.prod:orders-value","version":1,"id":1,"schema":"\\"long\\"","deleted":false}'),
+        (b'{"keytype":"ASSOC","tenant":"default","resourceName":"orders","resourceNamespace":"prod",'
+         b'"resourceType":"topic","associationType":"value","subject":":.prod:orders-value","magic":0}',
+         b'{"guid":"0b5d8a5e-8f0e-4a41-9d2b-3c1d2f6c9b10","tenant":"default","resourceName":"orders",'
+         b'"resourceNamespace":"prod","resourceId":"t-orders","resourceType":"topic","associationType":"value",'
+         b'"subject":":.prod:orders-value","lifecycle":"STRONG","frozen":true,"createTs":1700000000000}'),
+        (b'{"keytype":"CONFIG","subject":"contracts","magic":0}',
+         b'{"subject":"contracts","compatibilityLevel":"NONE","compatibilityGroup":"app",'
+         b'"defaultMetadata":{"properties":{"team":"payments"}},"overrideRuleSet":' + rules + b'}'),
+        (b'{"keytype":"DEK","tenant":"default","kekName":"k","subject":"s","version":1,"algorithm":"x","magic":0}',
+         b'{"whatever":true}'),
+    ]
+
+
+def test_adopts_data_contracts_contexts_and_associations_and_writes_them_back_alike(
+        kafka_bootstrap: str, fresh_topic: str, nodes: list[Node]) -> None:
+    create_topic(kafka_bootstrap, fresh_topic, 1, {"cleanup.policy": "compact"})
+    produce_raw(kafka_bootstrap, fresh_topic, _data_contract_records())
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(node)
+    assert node.reader.skipped == 1, "only the key type we do not know is skipped (a DEK record)"
+    version = api.get("/subjects/contracts/versions/1")[1]
+    assert version["metadata"] == {"tags": {"R.a": ["PII"]}, "properties": {"owner": "team-a"}, "sensitive": ["a"]}
+    assert version["ruleSet"]["domainRules"][0]["expr"] == "message.a > 0"
+    assert api.get("/contexts")[1] == [".", ".prod"]
+    assert api.get("/schemas/ids/1?subject=:.prod:orders-value")[1]["schema"] == '"long"', "ids per context"
+    assert api.get("/associations/resources/prod/orders")[1][0]["subject"] == ":.prod:orders-value"
+    config = api.get("/config/contracts")[1]
+    assert (config["compatibilityGroup"], config["defaultMetadata"]) == ("app", {"properties": {"team": "payments"}})
+    # A new version written by us carries the contracts (the previous version's, under the
+    # config's defaults) in Confluent's byte format.
+    status, body = api.register("contracts", json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}]}))
+    assert status == 200 and body["version"] == 2, body
+    written = [value for key, value, _ in consume_raw(kafka_bootstrap, fresh_topic)
+               if key == b'{"keytype":"SCHEMA","subject":"contracts","version":2,"magic":1}']
+    assert written and written[-1].startswith(
+        b'{"subject":"contracts","version":2,"id":2,"metadata":{"tags":{"R.a":["PII"]},'
+        b'"properties":{"owner":"team-a","team":"payments"},"sensitive":["a"]},'), \
+        written
+    assert b',"ruleSet":' + _data_contract_records()[0][1].split(b'"ruleSet":')[1].split(b',"schema"')[0] in written[-1]
+    assert written[-1].endswith(b',"deleted":false}')
