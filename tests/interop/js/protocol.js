@@ -1,4 +1,4 @@
-// The protocol every interop program speaks (see tests/interop/README.md):
+// The protocol every interop program speaks (tests/interop/clients.py says it in full):
 // a JSON plan on stdin, a JSON report on stdout, one entry per step.
 //
 // A step that throws is reported, not fatal: the other steps still run, so one server
