@@ -36,6 +36,47 @@ test-unit: $(TEST_STAMP)
 test-integration: $(TEST_STAMP) infra-fetch
 	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider
 
+## interop-deps: the real clients tests/interop runs, from their registries: npm ci of
+## @confluentinc/schemaregistry and @kafkajs/confluent-schema-registry, a go build of
+## confluent-kafka-go's schemaregistry client (cgo, librdkafka static; minutes cold, seconds
+## after), confluent-kafka's CEL rule packages. Each is keyed on its lock files' content.
+INTEROP := .infra/interop
+INTEROP_JS := tests/interop/js
+INTEROP_GO := tests/interop/go
+INTEROP_PY_REQS := tests/interop/python/requirements.txt
+INTEROP_NPM_KEY := $(shell cat $(INTEROP_JS)/package.json $(INTEROP_JS)/package-lock.json | sha256sum | cut -c1-16)
+INTEROP_NPM_STAMP := $(INTEROP_JS)/node_modules/.interop-$(INTEROP_NPM_KEY)
+INTEROP_GO_FILES := $(INTEROP_GO)/go.mod $(INTEROP_GO)/go.sum $(sort $(wildcard $(INTEROP_GO)/*.go))
+INTEROP_GO_KEY := $(shell cat $(INTEROP_GO_FILES) | sha256sum | cut -c1-16)
+INTEROP_GO_BIN := $(INTEROP)/go-client
+INTEROP_GO_STAMP := $(INTEROP)/go-client-$(INTEROP_GO_KEY)
+INTEROP_PY_STAMP := $(VENV)/.installed-interop
+
+.PHONY: interop-deps test-interop
+interop-deps: $(INTEROP_NPM_STAMP) $(INTEROP_GO_STAMP) $(INTEROP_PY_STAMP)
+
+# Inside node_modules, so deleting it installs again. No install scripts: nothing the
+# clients use needs one (protobufjs's only checks its own version).
+$(INTEROP_NPM_STAMP):
+	cd $(INTEROP_JS) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $@
+
+$(INTEROP_GO_STAMP):
+	mkdir -p $(INTEROP)
+	rm -f $(INTEROP)/go-client-*
+	cd $(INTEROP_GO) && CGO_ENABLED=1 go build -buildvcs=false -o $(abspath $(INTEROP_GO_BIN)) .
+	touch $@
+
+$(INTEROP_PY_STAMP): $(INTEROP_PY_REQS) $(TEST_STAMP)
+	$(BIN)/pip install --quiet -r $(INTEROP_PY_REQS)
+	touch $@
+
+## test-interop: only the interop suite (tests/interop)
+test-interop: interop-deps
+	$(BIN)/python -m pytest tests/interop -q -p no:cacheprovider
+
+test: interop-deps
+
 ## infra-*: real Kafka (KRaft) and ZooKeeper from Maven Central, on loopback;
 ## infra-fetch also puts Spark's Kafka and Avro connector jars in .infra/jars/spark
 infra-fetch:
