@@ -249,6 +249,12 @@ class NetworkedContainer(DockerContainer):
         container.reload()
         return container.status in ("running", "paused")
 
+    def started_at(self) -> str:
+        """When the container's process last started (changes with every restart)."""
+        container = self.docker
+        container.reload()
+        return container.attrs["State"]["StartedAt"]
+
     def save_logs(self, path: Path) -> None:
         try:
             path.write_bytes(self.docker.logs(timestamps=True))
@@ -274,11 +280,6 @@ class InfraContainer:
 
     def start(self) -> None:
         self.box.docker.start()
-
-    def started_at(self) -> str:
-        container = self.box.docker
-        container.reload()
-        return container.attrs["State"]["StartedAt"]
 
 
 class ContainerInfra:
@@ -413,7 +414,13 @@ class ContainerNode(NodeProbes):
 
     @property
     def url(self) -> str:
+        """Where the test process reaches this node (control network)."""
         return f"http://{self.addresses[CONTROL]}:{REGISTRY_PORT}"
+
+    @property
+    def advertised_url(self) -> str:
+        """Where the other nodes reach it (peer network): its identity as a leader."""
+        return f"http://{self.addresses[PEER]}:{REGISTRY_PORT}"
 
     def alive(self) -> bool:
         return self.box.running()
