@@ -86,7 +86,8 @@ def build_images(client: docker.DockerClient, jars_dir: Path, log: Log = print) 
                       ("pyproject.toml", ROOT / "pyproject.toml"), ("README.md", ROOT / "README.md")]
     for package in ("registry", "store", "election"):
         registry_files += _tree(ROOT / package, package)
-    registry_files += [(f"docker/wheels/{w.name}", w) for w in sorted(wheels.glob("*.whl"))]
+    registry_files += [(f"docker/wheels/{w.name}", w) for w in sorted((wheels / "runtime").glob("*.whl"))]
+    registry_files += [(f"docker/wheels/build/{w.name}", w) for w in sorted((wheels / "build").glob("*.whl"))]
     registry = _build(client, "registry", python, registry_files, "docker/Dockerfile", log)
     return ClusterImages(kafka=kafka, zookeeper=zookeeper, registry=registry)
 
@@ -156,28 +157,31 @@ def _available(client: docker.DockerClient, ref: str) -> bool:
 
 
 def wheelhouse(arch: str, log: Log) -> Path:
-    """The registry's dependencies as Linux wheels for CPython 3.11 on `arch`, in a
-    folder named by the hash of what was asked for. Downloads with pip (blocks for it)
-    only when that folder is not complete yet.
+    """The registry's dependencies (in runtime/), and what building it needs (in build/),
+    as Linux wheels for CPython 3.11 on `arch`, in a folder named by the hash of what was
+    asked for. Downloads with pip (blocks for it) only when that folder is not complete yet.
     """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    wanted = [*project["project"]["dependencies"],
-              *project["project"].get("optional-dependencies", {}).get("server", []),
-              *project["build-system"]["requires"]]
+    runtime = [*project["project"]["dependencies"],
+               *project["project"].get("optional-dependencies", {}).get("server", [])]
+    # Resolved apart: pip builds the project in an isolated environment of its own, so
+    # the build's pins need not agree with the runtime's (grpcio-tools wants a newer setuptools).
+    build = project["build-system"]["requires"]
     # Binary wheels for the engine's Linux, whatever the host runs (a Mac, say).
     platforms = [f"manylinux_2_{minor}_{arch}" for minor in range(17, 37)] + [f"manylinux2014_{arch}"]
-    folder = STATE_DIR / f"wheels-{_digest(json.dumps([wanted, platforms]).encode())}"
+    folder = STATE_DIR / f"wheels-{_digest(json.dumps([runtime, build, platforms]).encode())}"
     if (folder / ".complete").exists():
         return folder
     log(f"images: downloading the registry's dependencies into {folder}")
     staging = Path(tempfile.mkdtemp(prefix="wheels-", dir=STATE_DIR))
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(staging), "--only-binary=:all:",
-               "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-               *(arg for platform in platforms for arg in ("--platform", platform)), *wanted]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ImageBuildError(f"pip could not download the registry's wheels:\n{done.stdout}{done.stderr}")
+    for subfolder, wanted in (("runtime", runtime), ("build", build)):
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(staging / subfolder),
+                   "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                   *(arg for platform in platforms for arg in ("--platform", platform)), *wanted]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ImageBuildError(f"pip could not download the registry's wheels:\n{done.stdout}{done.stderr}")
     (staging / ".complete").touch()
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
@@ -220,14 +224,19 @@ def _build(client: docker.DockerClient, name: str, base: str, files: list[tuple[
     return tag
 
 
-def _prune(client: docker.DockerClient, repository: str, keep: str) -> None:
-    """Remove this repository's images built from older inputs (best effort)."""
-    for image in client.images.list(name=repository):
-        if keep not in image.tags:
-            try:
-                client.images.remove(image.id, noprune=False)
-            except docker.errors.APIError:
-                pass  # still used by a container: kept until the next build
+def _prune(client: docker.DockerClient, repository: str, keep: str, kept: int = 3) -> None:
+    """Remove this repository's images but `keep` and the `kept` newest (best effort).
+
+    Several newest survive because sessions of other checkouts may share the engine and
+    still be using theirs.
+    """
+    others = sorted((image for image in client.images.list(name=repository) if keep not in image.tags),
+                    key=lambda image: image.attrs.get("Created", ""), reverse=True)
+    for image in others[kept:]:
+        try:
+            client.images.remove(image.id, noprune=False)
+        except docker.errors.APIError:
+            pass  # still used by a container: left for a later build
 
 
 def _tree(folder: Path, prefix: str) -> list[tuple[str, Path]]:
