@@ -4,6 +4,7 @@
 # Every KAFKA_CFG_<NAME> variable sets property <name> (lower case, `_` becomes `.`),
 # over the single-node defaults below, e.g. KAFKA_CFG_ADVERTISED_LISTENERS.
 # KAFKA_CLUSTER_ID names the cluster when the storage is formatted; KAFKA_HEAP the -Xmx.
+# By default the broker advertises the container's first address.
 set -euo pipefail
 home=/var/lib/kafka
 conf=$home/server.properties
@@ -33,6 +34,7 @@ num.io.threads=4
 background.threads=4
 broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=4000
+advertised.listeners=PLAINTEXT://$(hostname -I 2>/dev/null | cut -d' ' -f1 | grep . || echo 127.0.0.1):9092
 PROPERTIES
   # Later lines win in a Java properties file.
   env | sed -n 's/^KAFKA_CFG_\([A-Z0-9_]*\)=\(.*\)$/\1=\2/p' | while IFS='=' read -r name value; do
