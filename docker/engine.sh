@@ -116,6 +116,13 @@ stop() {
   local containerd=$RUN/exec/containerd/containerd.pid
   if [[ -f $containerd ]] && kill -0 "$(cat "$containerd")" 2>/dev/null; then
     kill -TERM "$(cat "$containerd")" 2>/dev/null || true
+  else
+    # Sockets and runtime state of processes that are gone; dockerd leaves its bind
+    # mount of the host's network namespace (exec/netns/default) behind.
+    awk -v run="$RUN/" 'index($2, run) == 1 {print $2}' /proc/mounts | while read -r mnt; do
+      umount "$mnt" 2>/dev/null || true
+    done
+    rm -rf "$RUN"
   fi
   echo "docker-engine: stopped"
 }

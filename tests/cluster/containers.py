@@ -34,6 +34,7 @@ import socket
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -263,9 +264,9 @@ class NetworkedContainer(DockerContainer):
 
 
 class InfraContainer:
-    """ZooKeeper or Kafka: stop (SIGTERM), start, kill, and a readiness probe from the host."""
+    """ZooKeeper or Kafka: stop (SIGTERM), start again, and a readiness probe from the host."""
 
-    def __init__(self, box: NetworkedContainer, probe: Any) -> None:
+    def __init__(self, box: NetworkedContainer, probe: Callable[[], bool]) -> None:
         self.box = box
         self._probe = probe
 
@@ -311,12 +312,22 @@ class ContainerInfra:
         self.close()
 
     @property
+    def zookeeper_address(self) -> tuple[str, int]:
+        """ZooKeeper's client address on the zookeeper network."""
+        return self.networks.address(ZOOKEEPER, _ZOOKEEPER_HOST), ZOOKEEPER_PORT
+
+    @property
+    def kafka_address(self) -> tuple[str, int]:
+        """Kafka's listener on the kafka network (for registries)."""
+        return self.networks.address(KAFKA, _KAFKA_HOST), KAFKA_PORT
+
+    @property
     def zookeeper_connect(self) -> str:
-        return f"{self.networks.address(ZOOKEEPER, _ZOOKEEPER_HOST)}:{ZOOKEEPER_PORT}"
+        return "%s:%d" % self.zookeeper_address
 
     @property
     def kafka_bootstrap(self) -> str:
-        return f"{self.networks.address(KAFKA, _KAFKA_HOST)}:{KAFKA_PORT}"
+        return "%s:%d" % self.kafka_address
 
     @property
     def kafka_bootstrap_host(self) -> str:

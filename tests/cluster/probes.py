@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import requests
 
-from tests.cluster.harness import NodeProbes
+from tests.cluster.harness import NodeProbes, wait_for
 from tests.cluster.test_failover import HEADERS, Acked, Writers, audit_topic, check_every_node
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ class WriteProbe:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._answers: list[Answer] = []
+        self._pending: float | None = None  # when the request in flight was sent
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"probe {node.url}")
 
     def __enter__(self) -> WriteProbe:
@@ -95,6 +96,14 @@ class WriteProbe:
     def acked_since(self, moment: float) -> list[Answer]:
         return [a for a in self.answers if a.ok and a.sent >= moment]
 
+    def observed_since(self, moment: float, bound: float) -> bool:
+        """An answer came to a write sent at or after `moment`, or the write in flight
+        has been waiting longer than `bound` (a hang, which the checks then report)."""
+        with self._lock:
+            pending = self._pending
+            answered = any(a.sent >= moment for a in self._answers)
+        return answered or (pending is not None and time.monotonic() - pending > bound)
+
     def _run(self) -> None:
         session = requests.Session()
         while not self._stop.is_set():
@@ -103,6 +112,8 @@ class WriteProbe:
             body = json.dumps({"schema": json.dumps(
                 {"type": "record", "name": name, "fields": [{"name": "a", "type": "int"}]})})
             sent = time.monotonic()
+            with self._lock:
+                self._pending = sent
             status = code = schema_id = None
             try:
                 response = session.post(f"{self.node.url}/subjects/{subject}/versions", data=body,
@@ -118,6 +129,7 @@ class WriteProbe:
                 detail = repr(exc)
                 session = requests.Session()  # do not reuse a connection in an unknown state
             with self._lock:
+                self._pending = None
                 self._answers.append(Answer(sent, time.monotonic() - sent, status, code, subject, schema_id, detail))
             self._stop.wait(self._interval)
 
@@ -136,6 +148,13 @@ ANSWER_MARGIN = 3.0
 
 def answer_bound(cluster: ContainerCluster) -> float:
     return cluster.store_timeout_ms / 1000 + ANSWER_MARGIN
+
+
+def hold_until_observed(all_probes: list[WriteProbe], moment: float, bound: float, what: str) -> None:
+    """Keep a fault in place until every probe has seen it: an answer to a write sent at
+    or after `moment`, or a write stuck for longer than `bound`."""
+    wait_for(lambda: all(p.observed_since(moment, bound) for p in all_probes),
+             max(0.0, moment - time.monotonic()) + 2 * bound + 10, what)
 
 
 def assert_answers_bounded(all_probes: list[WriteProbe], bound: float, fault_at: float) -> None:

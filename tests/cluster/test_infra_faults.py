@@ -16,7 +16,7 @@ import pytest
 
 from tests.cluster.containers import ContainerCluster, ContainerInfra, InfraContainer
 from tests.cluster.harness import wait_for
-from tests.cluster.probes import answer_bound, assert_answers_bounded, final_checks, probes
+from tests.cluster.probes import answer_bound, assert_answers_bounded, final_checks, hold_until_observed, probes
 from tests.cluster.test_failover import Writers
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,8 @@ RECOVERY_SECONDS = 30
 
 
 def outage(cluster: ContainerCluster, server: InfraContainer, *, expect_no_acks: bool) -> None:
-    """Stop `server` under writers, keep it down past the answer bound, start it again."""
+    """Stop `server` under writers, keep it down until every node has answered a write
+    sent well into the outage, start it again."""
     bound = answer_bound(cluster)
     started = {node.index: node.box.started_at() for node in cluster.nodes}
     with Writers(cluster) as writers:
@@ -36,7 +37,7 @@ def outage(cluster: ContainerCluster, server: InfraContainer, *, expect_no_acks:
             stop_at = time.monotonic()
             server.stop()
             down_at = time.monotonic()
-            wait_for(lambda: time.monotonic() > down_at + bound + 2, 60, "the outage to last")
+            hold_until_observed(all_probes, down_at + 1, bound, "every node to answer during the outage")
             up_at = time.monotonic()
             server.start()
             server.wait_ready()

@@ -25,61 +25,58 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.cluster.containers import KAFKA, KAFKA_PORT, PEER, REGISTRY_PORT, ZOOKEEPER, ZOOKEEPER_PORT, \
-    ContainerCluster, ContainerInfra, ContainerNode
+from tests.cluster.containers import KAFKA, PEER, REGISTRY_PORT, ZOOKEEPER, ContainerCluster, ContainerInfra, \
+    ContainerNode
 from tests.cluster.harness import wait_for
-from tests.cluster.probes import WriteProbe, answer_bound, assert_answers_bounded, final_checks, probes
+from tests.cluster.probes import WriteProbe, answer_bound, assert_answers_bounded, final_checks, \
+    hold_until_observed, probes
 from tests.cluster.test_failover import Writers
 
 pytestmark = pytest.mark.integration
+
 
 def session_seconds(cluster: ContainerCluster) -> float:
     return cluster.session_timeout_ms / 1000
 
 
-def assert_cut(node: ContainerNode, targets: dict[str, tuple[str, int]]) -> None:
-    """Check from inside `node` that the cut holds: no connection opens to any target."""
+def cut_and_check(cluster: ContainerCluster, node: ContainerNode, roles: tuple[str, ...]) -> float:
+    """Cut `node` from `roles`, then check from inside it that no connection opens to
+    what it was cut from. Returns when the cut was in place (time.monotonic())."""
+    node.cut(*roles)
+    done = time.monotonic()
+    targets = {}
+    if ZOOKEEPER in roles:
+        targets["zookeeper"] = cluster.infra.zookeeper_address
+    if KAFKA in roles:
+        targets["kafka"] = cluster.infra.kafka_address
+    if PEER in roles:
+        targets.update({f"node {o.index}": (o.addresses[PEER], REGISTRY_PORT) for o in cluster.nodes if o is not node})
     with ThreadPoolExecutor(len(targets)) as pool:
         reached = dict(zip(targets, pool.map(lambda t: node.can_reach(*t, timeout=1.0), targets.values())))
     assert not any(reached.values()), f"the partition leaks: {node} still reaches {reached}"
+    return done
 
 
-def cut_targets(cluster: ContainerCluster, node: ContainerNode, roles: tuple[str, ...]) -> dict[str, tuple[str, int]]:
-    infra = cluster.infra
-    targets = {}
-    if ZOOKEEPER in roles:
-        targets["zookeeper"] = (infra.zookeeper_connect.rsplit(":", 1)[0], ZOOKEEPER_PORT)
-    if KAFKA in roles:
-        targets["kafka"] = (infra.kafka_bootstrap.rsplit(":", 1)[0], KAFKA_PORT)
-    if PEER in roles:
-        for other in cluster.nodes:
-            if other is not node:
-                targets[f"node {other.index}"] = (other.addresses[PEER], REGISTRY_PORT)
-    return targets
-
-
-def elected_among(cluster: ContainerCluster, nodes: list[ContainerNode]) -> Callable[[], ContainerNode | None]:
+def elected_among(nodes: list[ContainerNode]) -> Callable[[], ContainerNode | None]:
     """A condition: one of `nodes` leads, and every one of them names it."""
     def found() -> ContainerNode | None:
-        views = {node.index: node.leader_view() for node in nodes}
-        leaders = [node for node in nodes if (views[node.index] or {}).get("is_leader")]
+        views = [node.leader_view() or {} for node in nodes]
+        leaders = [node for node, view in zip(nodes, views) if view.get("is_leader")]
         if len(leaders) != 1:
             return None
-        named = {(view or {}).get("leader") for view in views.values()}
-        return leaders[0] if named == {leaders[0].advertised_url} else None
+        return leaders[0] if {view.get("leader") for view in views} == {leaders[0].advertised_url} else None
 
     return found
 
 
-def wait_until_healed(cluster: ContainerCluster, writers: Writers, timeout: float = 60) -> ContainerNode:
+def wait_until_healed(cluster: ContainerCluster, writers: Writers, timeout: float = 60) -> None:
     """After a heal, without restarting anything: one leader that every node names, and
-    a write through every node succeeds. Returns the leader."""
-    leader = wait_for(elected_among(cluster, cluster.nodes), timeout, "every node to agree on one leader after healing")
+    a write through every node succeeds."""
+    wait_for(elected_among(cluster.nodes), timeout, "every node to agree on one leader after healing")
     for node in cluster.nodes:
-        with WriteProbe(node, interval=0.2) as probe:
-            wait_for(lambda: probe.acked(), timeout, f"a write through {node} after healing")
+        with WriteProbe(node) as probe:
+            wait_for(probe.acked, timeout, f"a write through {node} after healing")
         writers.acked.extend(probe.acked())
-    return leader
 
 
 def cut_leader_from_log_and_election(cluster: ContainerCluster, roles: tuple[str, ...]) -> None:
@@ -89,20 +86,16 @@ def cut_leader_from_log_and_election(cluster: ContainerCluster, roles: tuple[str
     session, bound = session_seconds(cluster), answer_bound(cluster)
     with Writers(cluster) as writers:
         wait_for(lambda: writers.count() >= 10, 30, "the first registrations")
+        # The leader's probe is marked as forwarded to it: it must append or refuse, never forward.
         with probes((leader, leader.advertised_url), (followers[0], None), (followers[1], None)) as all_probes:
             to_leader, via_followers = all_probes[0], all_probes[1:]
-            wait_for(lambda: to_leader.acked(), 30, "the leader to acknowledge a probe before the cut")
+            wait_for(to_leader.acked, 30, "the leader to acknowledge a probe before the cut")
             cut_at = time.monotonic()
-            leader.cut(*roles)
-            cut_done = time.monotonic()
-            assert_cut(leader, cut_targets(cluster, leader, roles))
-            wait_for(elected_among(cluster, followers), session + 30, "the followers to elect one of themselves")
+            cut_done = cut_and_check(cluster, leader, roles)
+            wait_for(elected_among(followers), session + 30, "the followers to elect one of themselves")
             wait_for(lambda: any(p.acked_since(cut_done + session) for p in via_followers), 30,
                      "the majority side to acknowledge writes")
-            # Keep the cut until every probe has seen the new steady state for a while.
-            wait_for(lambda: time.monotonic() > cut_at + session + bound + 2, 60, "the partition to last")
-            before = writers.count()
-            wait_for(lambda: writers.count() >= before + 4, 30, "the writers to go on during the partition")
+            hold_until_observed(all_probes, cut_done + session, bound, "every node to answer during the partition")
         late = to_leader.acked_since(cut_done + session)
         assert not late, (f"the leader cut from {roles} acknowledged {len(late)} writes sent more than its "
                           f"{session:g}s session timeout after the cut, e.g. {late[0]}")
@@ -135,20 +128,19 @@ def test_leader_cut_from_followers(elector: str, containers: ContainerInfra) -> 
             with probes((leader, None), (followers[0], None), (followers[1], None)) as all_probes:
                 via_leader, via_followers = all_probes[0], all_probes[1:]
                 cut_at = time.monotonic()
-                leader.cut(PEER)
-                cut_done = time.monotonic()
-                assert_cut(leader, cut_targets(cluster, leader, (PEER,)))
-                wait_for(lambda: time.monotonic() > cut_at + 2 * bound, 60, "the partition to last")
-                assert len(via_leader.acked_since(cut_done)) >= 3, \
-                    "the leader, still in touch with ZooKeeper and Kafka, must go on acknowledging writes"
+                cut_done = cut_and_check(cluster, leader, (PEER,))
+                # Past a whole forwarding timeout, so that stale connections to the leader have expired.
+                hold_until_observed(all_probes, cut_done + bound, bound, "every node to answer during the partition")
                 assert cluster.leader() is leader, "nothing but the followers' reach changed: the leader stays"
-                # A write sent to a follower needs the leader it cannot reach.
-                for probe in via_followers:
-                    answers = [a for a in probe.answers if a.sent > cut_done]
-                    assert answers and not any(a.ok for a in answers), \
-                        f"{probe.node} cannot reach the leader, yet acknowledged a write it must forward"
-                    assert {a.error_code for a in answers} <= {50003, 50004}, \
-                        f"forwarded writes must fail with 50003/50004: {'; '.join(map(str, answers[:5]))}"
+            assert len(via_leader.acked_since(cut_done)) >= 3, \
+                "the leader, still in touch with ZooKeeper and Kafka, must go on acknowledging writes"
+            for probe in via_followers:
+                # Every write sent to a follower needs the leader it cannot reach.
+                answers = [a for a in probe.answers if a.sent > cut_done]
+                assert not any(a.ok for a in answers), \
+                    f"{probe.node} cannot reach the leader, yet acknowledged a write it must forward"
+                assert {a.error_code for a in answers} <= {50003, 50004}, \
+                    f"forwarded writes must fail with 50003/50004: {'; '.join(map(str, answers[:5]))}"
             assert_answers_bounded(all_probes, bound, cut_at)
             leader.heal()
             wait_until_healed(cluster, writers)
@@ -161,23 +153,19 @@ def test_follower_cut_from_everything(elector: str, containers: ContainerInfra) 
         leader = cluster.wait_for_leader(60)
         cut, other = [n for n in cluster.nodes if n is not leader]
         session, bound = session_seconds(cluster), answer_bound(cluster)
-        roles = (ZOOKEEPER, KAFKA, PEER)
         with Writers(cluster) as writers:
             wait_for(lambda: writers.count() >= 10, 30, "the first registrations")
             with probes((cut, None), (leader, None), (other, None)) as all_probes:
                 via_cut, via_majority = all_probes[0], all_probes[1:]
                 cut_at = time.monotonic()
-                cut.cut(*roles)
-                cut_done = time.monotonic()
-                assert_cut(cut, cut_targets(cluster, cut, roles))
+                cut_done = cut_and_check(cluster, cut, (ZOOKEEPER, KAFKA, PEER))
                 # A group elector sees the member vanish only after its session, then rebalances.
-                wait_for(lambda: all(p.acked_since(cut_at + session) for p in via_majority), session + 30,
+                wait_for(lambda: all(p.acked_since(cut_done + session) for p in via_majority), session + 30,
                          "the leader and the other follower to acknowledge writes")
-                wait_for(lambda: time.monotonic() > cut_at + session + bound + 2, 60, "the partition to last")
+                hold_until_observed(all_probes, cut_done + session, bound, "every node to answer during the partition")
             late = [a for a in via_cut.answers if a.ok and a.sent > cut_done]
             assert not late, f"{cut} reaches neither the log nor the leader, yet acknowledged {late[0]}"
             assert_answers_bounded(all_probes, bound, cut_at)
-            assert [a for a in via_cut.answers if a.sent > cut_done], "the cut node must have been probed"
             cut.heal()
             wait_until_healed(cluster, writers)
         final_checks(cluster, writers, all_probes)
