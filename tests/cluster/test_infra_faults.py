@@ -22,8 +22,10 @@ from tests.cluster.test_failover import Writers
 pytestmark = pytest.mark.integration
 
 # How long a node may take to accept writes again once ZooKeeper or Kafka serves again:
-# reconnecting, a session or group rejoin, the fence, catching up.
-RECOVERY_SECONDS = 30
+# reconnecting, a session or group rejoin, the fence, catching up. A stopped container's
+# address vanishes, so connections opened meanwhile hang as to a dead host until
+# librdkafka's socket.connection.setup.timeout.ms (30 s by default) gives up on them.
+RECOVERY_SECONDS = 60
 
 
 def outage(cluster: ContainerCluster, server: InfraContainer, *, expect_no_acks: bool) -> None:
