@@ -52,7 +52,8 @@ def outage(cluster: ContainerCluster, server: InfraContainer, *, expect_no_acks:
         assert_answers_bounded(all_probes, bound, stop_at)
         if expect_no_acks:
             # Sanity of the fault itself: nothing is durable while the only broker is down.
-            during = [a for p in all_probes for a in p.answers if a.ok and a.sent > down_at and a.sent + a.elapsed < up_at]
+            during = [a for p in all_probes for a in p.answers
+                      if a.ok and a.sent > down_at and a.sent + a.elapsed < up_at]
             assert not during, f"writes were acknowledged while Kafka was down: {during[:3]}"
     assert {node.index: node.box.started_at() for node in cluster.nodes} == started, \
         "the registries must recover by themselves, not be restarted"
