@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down bench bench-spark clean
+.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down docker-engine docker-engine-stop bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -88,6 +88,15 @@ infra-up: infra-fetch
 infra-down:
 	python3 -m infra down
 
+## docker-engine: where no Docker engine answers, as root, install Debian's docker.io and
+## start dockerd with its data under .infra/docker, for the container tests (else they skip);
+## docker-engine-stop stops that engine (never one this did not start)
+docker-engine:
+	docker/engine.sh start
+
+docker-engine-stop:
+	docker/engine.sh stop
+
 ## bench: the benchmarks under bench/ (see bench/README.md)
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/read_throughput.py
@@ -97,5 +106,5 @@ bench: $(TEST_STAMP)
 bench-spark: $(TEST_STAMP) infra-fetch
 	$(BIN)/python bench/spark_decode.py
 
-clean:
+clean: docker-engine-stop
 	rm -rf $(VENV) data .infra *.egg-info

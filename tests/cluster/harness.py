@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import requests
 
@@ -143,7 +143,37 @@ class RegistryNode(NodeProbes):
         self.process.wait()
 
 
-class Cluster:
+Node = TypeVar("Node", bound=NodeProbes)
+
+
+class ClusterProbes(Generic[Node]):
+    """What every cluster backend answers over its nodes' HTTP; subclasses give `nodes`."""
+
+    nodes: list[Node]
+
+    def live(self) -> list[Node]:
+        return [n for n in self.nodes if n.alive()]
+
+    def leader(self) -> Node | None:
+        """The node that says it writes, if exactly one live node says so."""
+        leaders = [n for n in self.live() if (view := n.leader_view()) and view["is_leader"]]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def wait_for_leader(self, timeout: float = 30, other_than: Node | None = None) -> Node:
+        def found() -> Node | None:
+            leader = self.leader()
+            return leader if leader is not None and leader is not other_than else None
+
+        return wait_for(found, timeout, "a single leader")
+
+    def state(self, node: NodeProbes) -> dict[str, Any]:
+        """Everything a client can read that must be equal on every node."""
+        get = lambda path: requests.get(f"{node.url}{path}", timeout=5).json()  # noqa: E731
+        return {"schemas": get("/schemas?deleted=true"), "subjects": get("/subjects?deleted=true"),
+                "config": get("/config"), "mode": get("/mode")}
+
+
+class Cluster(ClusterProbes[RegistryNode]):
     """`size` nodes sharing a fresh topic, electing with `elector` ("zookeeper" or "kafka")."""
 
     def __init__(self, size: int, elector: str, *, kafka_bootstrap: str, zookeeper_connect: str = "",
@@ -203,24 +233,3 @@ class Cluster:
     def close(self) -> None:
         for node in self.nodes:
             node.stop()
-
-    def leader(self) -> RegistryNode | None:
-        """The node that says it writes, if exactly one live node says so."""
-        leaders = [n for n in self.nodes if n.alive() and (view := n.leader_view()) and view["is_leader"]]
-        return leaders[0] if len(leaders) == 1 else None
-
-    def wait_for_leader(self, timeout: float = 30, other_than: RegistryNode | None = None) -> RegistryNode:
-        def found() -> RegistryNode | None:
-            leader = self.leader()
-            return leader if leader is not None and leader is not other_than else None
-
-        return wait_for(found, timeout, "a single leader")
-
-    def live(self) -> list[RegistryNode]:
-        return [n for n in self.nodes if n.alive()]
-
-    def state(self, node: RegistryNode) -> dict[str, Any]:
-        """Everything a client can read that must be equal on every node."""
-        get = lambda path: requests.get(f"{node.url}{path}", timeout=5).json()  # noqa: E731
-        return {"schemas": get("/schemas?deleted=true"), "subjects": get("/subjects?deleted=true"),
-                "config": get("/config"), "mode": get("/mode")}
