@@ -99,7 +99,11 @@ class KafkaLog:
         self.origin: bytes = b""  # set by the node: stamped on every record it appends
         self._timeout = config.timeout
         # librdkafka's own log lines go to Python logging, not raw to stderr.
-        base = {**_RECONNECT, **config.client, "logger": logging.getLogger("librdkafka")}
+        # A connection to a broker that vanished (a restarted container's address) would
+        # hang for librdkafka's default 30 s before the client tries another: no longer
+        # than the store timeout.
+        setup = {"socket.connection.setup.timeout.ms": str(max(1000, int(config.timeout * 1000)))}
+        base = {**_RECONNECT, **setup, **config.client, "logger": logging.getLogger("librdkafka")}
         # Only start-up needs the admin client; dropping it closes its connections.
         facts = ensure_topic(_client(AdminClient, base), config)
         self.cluster_id = facts.cluster_id
@@ -148,11 +152,13 @@ class KafkaLog:
 
     # ---- writing ------------------------------------------------------------
 
-    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None,
+               timeout: float | None = None) -> int:
         """Produce one record to partition 0 and return its offset once all in-sync
         replicas have it.
 
-        Blocks until acknowledged, at most the store timeout. Raises LogUnavailable
+        Blocks until acknowledged, at most `timeout` (or the store timeout); a record
+        not acknowledged by then may still be delivered later. Raises LogUnavailable
         (not acknowledged in time, or refused) or LogConflict (it landed elsewhere than
         `expected_offset`; readers will drop it).
         """
@@ -177,11 +183,11 @@ class KafkaLog:
                 raise RecordTooLarge(f"Kafka refused the record as too large: {exc.args[0].str()}") from None
             raise LogUnavailable(f"Kafka refused the write: {exc.args[0].str()}") from None
         # message.timeout.ms fails the record first; this margin only guards a lost callback.
-        deadline = time.monotonic() + self._timeout + 2.0
+        deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
         while not done.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LogUnavailable(f"Kafka did not acknowledge the write within {self._timeout:g} s")
+                raise LogUnavailable(f"Kafka did not acknowledge the write in time")
             producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
         err, offset = outcome[0]
         if err is not None:
@@ -265,13 +271,14 @@ class KafkaLog:
         self._position = position
         return LogBatch(records, position)
 
-    def end_offset(self) -> int:
+    def end_offset(self, timeout: float | None = None) -> int:
         """The last stable offset of partition 0, asked of the broker.
 
-        Blocks one round trip, at most the store timeout. Raises LogUnavailable.
+        Blocks one round trip, at most `timeout` (or the store timeout). Raises LogUnavailable.
         """
+        wait = self._timeout if timeout is None else max(timeout, 0.01)
         try:
-            _, end = self._ends.get_watermark_offsets(self._partition, timeout=self._timeout, cached=False)
+            _, end = self._ends.get_watermark_offsets(self._partition, timeout=wait, cached=False)
         except KafkaException as exc:
             raise LogUnavailable(f"cannot read the end of the schema topic {self._topic}: "
                                  f"{exc.args[0].str()}") from None

@@ -60,7 +60,8 @@ class Log(Protocol):
     #: refused up front rather than failing inside the log.
     max_record_bytes: int | None
 
-    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None,
+               timeout: float | None = None) -> int:
         """Durably append one record (a None value is a tombstone) and return its offset.
 
         With `expected_offset`, the record counts only if it lands exactly there (the
@@ -68,7 +69,9 @@ class Log(Protocol):
         Backends that can refuse (memory, SQLite) then write nothing. Kafka cannot, so
         its records carry the offset they expect (`LogRecord.expected_offset`) and
         readers drop those that landed elsewhere: either way the record has no effect.
-        Blocks until the record is durable. Raises LogUnavailable or LogConflict.
+        Blocks until the record is durable, at most `timeout` seconds (None: the
+        backend's own timeout); a record not confirmed in time may still land later.
+        Raises LogUnavailable or LogConflict.
         """
 
     def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
@@ -81,12 +84,13 @@ class Log(Protocol):
         Raises LogUnavailable.
         """
 
-    def end_offset(self) -> int:
+    def end_offset(self, timeout: float | None = None) -> int:
         """The log's end: the offset the next appended record will have (in Kafka, the
         last stable offset, which is the high watermark unless a transaction is open).
 
         A reader whose position (`LogBatch.next_offset`) has reached it has caught up.
-        Blocks for one round trip to the log. Raises LogUnavailable.
+        Blocks for one round trip to the log, at most `timeout` seconds (None: the
+        backend's own timeout). Raises LogUnavailable.
         """
 
     def close(self) -> None:

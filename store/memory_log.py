@@ -20,7 +20,8 @@ class MemoryLog:
         self._changed = threading.Condition()
         self._closed = False
 
-    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None,
+               timeout: float | None = None) -> int:
         with self._changed:
             offset = self._next
             if expected_offset is not None and expected_offset != offset:
@@ -42,7 +43,7 @@ class MemoryLog:
             # compaction removed the records just below it.
             return LogBatch(records, max(from_offset, self._next))
 
-    def end_offset(self) -> int:
+    def end_offset(self, timeout: float | None = None) -> int:
         return self._next
 
     def compact(self) -> None:

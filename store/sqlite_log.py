@@ -64,7 +64,8 @@ class SqliteLog:
             self._local.conn = conn
         return conn
 
-    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None) -> int:
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None,
+               timeout: float | None = None) -> int:
         conn = self._conn()
         with self._write_lock:
             try:
@@ -121,7 +122,7 @@ class SqliteLog:
             raise LogUnavailable(f"cannot read the embedded log: {exc}") from exc
         return rows, end
 
-    def end_offset(self) -> int:
+    def end_offset(self, timeout: float | None = None) -> int:
         try:
             return int(self._conn().execute("SELECT value FROM next_offset").fetchone()[0])
         except sqlite3.Error as exc:

@@ -198,7 +198,7 @@ class LogWriter:
             contexts = previous.context_max_ids if previous is not None else ()
             return [(NoopKey(), FenceValue(token, leader, self.watermark(), contexts))], None
 
-        self._write(fence, permitted=False)
+        self._write(fence, permitted=False, deadline=time.monotonic() + self._timeout)
         with self._lock:
             self._token = token
         log.info("fenced the log with %s; accepting writes", token)
@@ -225,10 +225,13 @@ class LogWriter:
 
         `plan` runs under the write lock and may raise to refuse the write (nothing is
         appended then). With no records, nothing is appended and no permission is
-        needed. Blocks for the catch-up, the append and the apply, each bounded by the
-        timeout. Raises NotWriter, StoreTimeout, LogUnavailable, or what `plan` raises.
+        needed. On a follower (another node leads) the log is not touched at all: what
+        `plan` answers without records it answers from this node's cache, anything else
+        raises NotWriter at once, to be forwarded. Blocks for the lock, the catch-up,
+        the append and the apply, all within one timeout from the call. Raises
+        NotWriter, StoreTimeout, LogUnavailable, or what `plan` raises.
         """
-        result = self._write(plan, permitted=True)
+        result = self._write(plan, permitted=True, deadline=time.monotonic() + self._timeout)
         if self._reader.misplaced_latest:
             self.repair_misplaced()
         return result
@@ -276,7 +279,7 @@ class LogWriter:
             return 0
         self._repairing = True
         try:
-            repaired = self._write(plan, permitted=True)
+            repaired = self._write(plan, permitted=True, deadline=time.monotonic() + self._timeout)
         except NotWriter:  # lost office meanwhile
             return 0
         finally:
@@ -285,13 +288,12 @@ class LogWriter:
             log.info("re-stated %d keys whose newest record had been dropped", repaired)
         return repaired
 
-    def _await_office(self) -> None:
+    def _await_office(self, deadline: float) -> None:
         """Wait while an election is under way, until this node is in office.
 
-        Raises NotWriter at once while another node leads, and after the timeout when
-        the election has not settled on this node.
+        Raises NotWriter at once while another node leads, and at `deadline` when the
+        election has not settled on this node.
         """
-        deadline = time.monotonic() + self._timeout
         while not self.in_office():
             if self._election.leads_elsewhere():
                 raise NotWriter("another node leads")
@@ -299,10 +301,14 @@ class LogWriter:
                 raise NotWriter(f"no leader elected within {self._timeout:g} s")
             time.sleep(_ELECTION_POLL_SECONDS)
 
-    def _write(self, plan: Plan[T], *, permitted: bool) -> T:
+    def _write(self, plan: Plan[T], *, permitted: bool, deadline: float) -> T:
         for _ in range(_WRITE_ATTEMPTS):
-            with self._lock:
-                end = self._catch_up()
+            if permitted and self._election.leads_elsewhere():
+                return self._answer_as_follower(plan)
+            if not self._lock.acquire(timeout=_remaining(deadline)):
+                raise StoreTimeout("timed out waiting for the writes ahead of this one")
+            try:
+                end = self._catch_up(deadline)
                 records, result = plan()
                 if not records:
                     return result
@@ -310,32 +316,47 @@ class LogWriter:
                 if not waiting:
                     self._known_end = None  # unknown until the append says where it landed
                     try:
-                        last = self._append(records, end)
+                        last = self._append(records, end, deadline)
                     except LogConflict:
                         continue
                     self._known_end = last + 1
                     self.accepted_appends += len(records)
+            finally:
+                self._lock.release()
             if waiting:
-                self._await_office()  # outside the lock; then plan again on what is new
+                self._await_office(deadline)  # outside the lock; then plan again on what is new
                 continue
-            if not self._reader.wait_until(last + 1, self._timeout):
+            if not self._reader.wait_until(last + 1, _remaining(deadline)):
                 raise StoreTimeout("timed out waiting for the write to be applied")
             return result
         raise StoreTimeout("gave up writing: other writers kept appending first")
 
-    def _catch_up(self) -> int:
+    def _answer_as_follower(self, plan: Plan[T]) -> T:
+        """What `plan` answers from this node's cache when it needs no append (a schema
+        the subject already has, say), as Confluent's followers answer; otherwise
+        NotWriter, without waiting on the log (which this node may not even reach):
+        the leader decides, on its own caught-up state."""
+        try:
+            records, result = plan()
+        except Exception:  # a refusal on this node's state is the leader's to make
+            raise NotWriter("another node leads") from None
+        if records:
+            raise NotWriter("another node leads")
+        return result
+
+    def _catch_up(self, deadline: float) -> int:
         """Apply the log up to its end; return that end offset.
 
         Right after our own append we know where the log ends without asking it (a
         broker round trip with Kafka). Should someone else have appended since, the
         next conditional append fails with LogConflict and we ask again.
         """
-        end = self._known_end if self._known_end is not None else self._log.end_offset()
-        if not self._reader.wait_until(end, self._timeout):
+        end = self._known_end if self._known_end is not None else self._log.end_offset(_remaining(deadline))
+        if not self._reader.wait_until(end, _remaining(deadline)):
             raise StoreTimeout("timed out reading the schema log to its end")
         return end
 
-    def _append(self, records: list[Record], expected: int) -> int:
+    def _append(self, records: list[Record], expected: int, deadline: float) -> int:
         """Append `records` at offsets `expected`, `expected + 1`, ...; return the last offset.
 
         Raises RecordTooLarge, before anything is appended, if one of them is larger
@@ -352,7 +373,8 @@ class LogWriter:
         offset = expected - 1
         for forms, raw_value in encoded:
             for raw_key in forms:
-                offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1)
+                offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1,
+                                          timeout=_remaining(deadline))
         return offset
 
     def _encode(self, item: Record) -> tuple[list[bytes], bytes | None]:
@@ -367,3 +389,7 @@ class LogWriter:
         if raw_value is not None:
             forms = forms[-1:]
         return forms, raw_value
+
+
+def _remaining(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.0)

@@ -21,7 +21,7 @@ from werkzeug.routing import BaseConverter
 from urllib.parse import quote, unquote
 
 from registry import errors
-from registry.http.asgi import AsgiBridge, Limits
+from registry.http.asgi import RECEIVED, AsgiBridge, Limits
 from registry.http.bodies import error_response, json_response
 from registry.http.context import NODE_EXTENSION, node
 from registry.http.fast_path import SchemaByIdFastPath
@@ -146,7 +146,7 @@ def _forward(forwarder: Forwarder) -> Response:
             raise errors.UnknownLeader(problem)
         raw_uri = request.environ.get("RAW_URI") or request.full_path.rstrip("?")
         answer = forwarder.forward(this.gate.write_target, request.method, raw_uri, dict(request.headers),
-                                   request.get_data(cache=True))
+                                   request.get_data(cache=True), request.environ.get(RECEIVED))
     except errors.RegistryError as error:
         return error_response(error)
     return Response(answer.body, status=answer.status, content_type=answer.content_type)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import io
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,6 +33,9 @@ from registry.http.fast_path import SchemaByIdFastPath
 
 _FAST_HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
 _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
+# The environ key holding when the request came in (time.monotonic()): every wait it
+# causes (an election, forwarding) counts from then.
+RECEIVED = "registry.received"
 # The body reaches the app whole, with CONTENT_LENGTH set to its size: how it was framed
 # on the wire (chunked, say) is no longer true of it, and Werkzeug reads a request that
 # says "Transfer-Encoding: chunked" as having no length.
@@ -88,6 +92,7 @@ class AsgiBridge:
             self._inflight -= held[0]
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any, held: list[int]) -> None:
+        received = time.monotonic()
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
         query: bytes = scope["query_string"]
         if len(raw_path) + len(query) > self._limits.max_target_bytes:
@@ -109,6 +114,7 @@ class AsgiBridge:
             return
         request_body = await self._read_body(scope, receive, held)
         environ = self._environ(scope, path, request_body)
+        environ[RECEIVED] = received
         if scope["method"] in _NEVER_BLOCK:
             # Reads only look at the in-memory cache and never wait on the log, so they
             # run here; a hand-off to a thread would cost more than the read itself.

@@ -46,14 +46,16 @@ class Forwarder:
         self._attempts = ThreadPoolExecutor(max_workers=_PARALLEL_ATTEMPTS, thread_name_prefix="forward")
 
     def forward(self, leader: Callable[[], str | None], method: str, raw_uri: str, headers: dict[str, str],
-                body: bytes) -> ForwardedResponse:
+                body: bytes, received: float | None = None) -> ForwardedResponse:
         """Send the request to the leader `leader()` names, and again to a new one when
-        it changes before an answer comes. Blocks up to the timeout.
+        it changes before an answer comes. Blocks until the timeout counted from
+        `received` (when the request came in; default now), so a request that already
+        waited here for an election does not wait a whole timeout again.
 
         Raises UnknownLeader (50004) when no leader is named, ForwardingError (50003) when
         the leader cannot be reached or does not answer in time.
         """
-        deadline = time.monotonic() + self._timeout
+        deadline = (time.monotonic() if received is None else received) + self._timeout
         target = leader()
         if target is None:
             raise errors.UnknownLeader("Unknown leader: no node may write at the moment; retry shortly")

@@ -198,3 +198,49 @@ def test_a_record_larger_than_the_log_takes_is_refused_before_anything_is_append
     with pytest.raises(RecordTooLarge):
         node.writer.write(lambda: ([config_record("FULL"), (SchemaKey("s", 1), big)], None))
     assert log.end_offset() == end, "no record of a refused write may be appended, not even the small one"
+
+
+class UnreachableEnd(MemoryLog):
+    """A log whose end cannot be learnt (a node cut off from Kafka)."""
+
+    def end_offset(self, timeout: float | None = None) -> int:
+        from store.log import LogUnavailable
+
+        raise LogUnavailable("cut off")
+
+
+def test_a_follower_never_waits_on_the_log_it_may_not_reach(members):
+    log = UnreachableEnd()
+    node = member(members, log, election=FakeElection(leader=False, elsewhere=True))
+    began = time.monotonic()
+    assert node.writer.write(lambda: ([], "already registered")) == "already registered", \
+        "what needs no append is answered from this node's cache"
+    with pytest.raises(NotWriter):
+        node.writer.write(lambda: ([config_record("FULL")], None))
+    with pytest.raises(NotWriter):  # a refusal on a follower's (maybe stale) state is the leader's call
+        node.writer.write(lambda: (_ for _ in ()).throw(ValueError("stale")))
+    assert time.monotonic() - began < 1.0, "a follower forwards at once, whatever the log's state"
+
+
+def test_a_write_queued_behind_a_stuck_one_gives_up_within_its_own_timeout(log, members):
+    from store.writer import StoreTimeout
+
+    node = member(members, log, timeout=0.5)
+    node.writer.take_office("http://a:8081")
+    release = threading.Event()
+
+    def stuck_plan():
+        release.wait(5)  # holds the write lock, as a write waiting on an unreachable log would
+        return [], None
+
+    stuck = threading.Thread(target=lambda: node.writer.write(stuck_plan))
+    stuck.start()
+    time.sleep(0.1)  # the stuck write holds the lock now (it is released only by the test)
+    began = time.monotonic()
+    try:
+        with pytest.raises(StoreTimeout):
+            node.writer.write(lambda: ([config_record("FULL")], None))
+        assert time.monotonic() - began < 1.5, "one deadline per write, counted from its call"
+    finally:
+        release.set()
+        stuck.join(5)
