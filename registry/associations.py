@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from registry import errors
 from registry.modes import Mode
-from registry.service import RegisterRequest, RegistryService, check_subject, normalize_subject
+from registry.service import RegisterRequest, RegistryService
+from registry.subjects import check_subject, normalize_subject
 from store.cache import Cache
 from store.records import AssociationKey, AssociationValue, Key, SchemaValue, Value
 from store.writer import LogWriter

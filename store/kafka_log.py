@@ -187,7 +187,7 @@ class KafkaLog:
         while not done.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LogUnavailable(f"Kafka did not acknowledge the write in time")
+                raise LogUnavailable("Kafka did not acknowledge the write in time")
             producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
         err, offset = outcome[0]
         if err is not None:

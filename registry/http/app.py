@@ -29,7 +29,7 @@ from registry.http.forward import FORWARD_HEADER, Forwarder
 from registry.http.negotiation import response_type
 from registry.http.routes import BLUEPRINTS
 from registry.node import Node
-from registry.service import normalize_subject
+from registry.subjects import normalize_subject
 from store.log import LogUnavailable, RecordTooLarge
 from store.writer import NotWriter, StoreTimeout
 

@@ -1,8 +1,6 @@
 """The `GET /schemas/ids/{id}` fast path must answer exactly what the Flask view answers."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.asgi_client import NodeClient

@@ -8,7 +8,7 @@ from flask import Blueprint
 from registry import errors
 from registry.http.bodies import config_body, config_update, flag, json_body, json_response
 from registry.http.context import service
-from registry.service import normalize_subject
+from registry.subjects import normalize_subject
 
 config_routes = Blueprint("config", __name__)
 

@@ -35,7 +35,7 @@ from typing import Any, Final
 from registry.schema_types.base import InvalidSchema
 from registry.schema_types.json_schema.drafts import Draft
 from registry.schema_types.json_schema.jackson_text import JsonValue, json_key
-from registry.schema_types.json_schema.model import ABSENT, Criterion, Kind, Node
+from registry.schema_types.json_schema.model import Criterion, Kind, Node
 from registry.schema_types.json_schema.references import Resolver, Target
 
 _V4_OBJECT: Final = ("properties", "required", "minProperties", "maxProperties",
