@@ -12,11 +12,11 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip==24.3.1
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[server]'
 	touch $@
 
 $(TEST_STAMP): pyproject.toml $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[server,test]'
 	touch $@
 
 ## install: create .venv and install the CLI at .venv/bin/schema-registry

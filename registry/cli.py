@@ -2,12 +2,25 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
+from typing import TYPE_CHECKING
 
-from registry.settings import ConfigError, Settings, load_settings
+if TYPE_CHECKING:
+    from registry.settings import Settings
 
 log = logging.getLogger("registry")
+
+# The `server` extra (with `schema-types`). A client-only install (`pip install
+# schema-registry-py`) lacks these, so the server's modules are imported only after
+# `missing_server_modules` found them all.
+SERVER_MODULES = ("flask", "werkzeug", "granian", "kazoo", "jproperties", "grpc_tools", "jsonschema", "re2")
+
+
+def missing_server_modules() -> list[str]:
+    """The modules of the `server` extra that are not installed."""
+    return [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
                        help="override one property (after the file and the environment)")
     serve.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    missing = missing_server_modules()
+    if missing:
+        print(f"schema-registry: serve needs the `server` extra, which is not installed (missing "
+              f"{', '.join(missing)}): pip install 'schema-registry-py[server]'", file=sys.stderr)
+        return 2
+    from registry.settings import ConfigError, load_settings
 
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -33,9 +33,10 @@ from confluent_kafka.schema_registry import RegisteredSchema, Schema
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import SerializationContext, SerializationError
 
+from registry.client.lookup import BadReference, SchemaLookup
 from registry.serde import avro_codec, naming, wire
 from registry.serde.avro_codec import Decode, Encode, ParsedSchema
-from registry.serde.wire import TruncatedPayload, UnknownSchemaId
+from registry.serde.wire import HEADER_SIZE, TruncatedPayload, UnknownSchemaId
 
 ToDict = Callable[[Any, SerializationContext | None], Any]
 FromDict = Callable[[Any, SerializationContext | None], Any]
@@ -87,11 +88,14 @@ def _check_no_rules(rule_conf: Any, rule_registry: Any) -> None:
 
 
 class _SchemaSource:
-    """Parsed schemas for one serde: the registry's by id (fetched once each), and local
-    ones by `Schema` value, references resolved through the registry. Thread-safe."""
+    """Parsed schemas for one serde: the registry's by id, and local ones by `Schema`
+    value, their references resolved. Reads the registry only through the client side's
+    shared `SchemaLookup` (each id and referenced version fetched once); keeps what it
+    parsed. Thread-safe."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self.lookup = SchemaLookup(client)
         self._by_id: dict[int, ParsedSchema] = {}
         self._by_schema: dict[Schema, ParsedSchema] = {}
         self._lock = threading.Lock()
@@ -102,9 +106,12 @@ class _SchemaSource:
         if found is None:
             if schema.schema_str is None:
                 raise SerializationError("the registry returned a schema without text")
-            referenced: list[Any] = []
-            self._collect_references(schema, set(), referenced)
-            found = avro_codec.parse(avro_codec.loads(schema.schema_str), referenced)
+            try:
+                referenced = self.lookup.referenced(schema)
+            except BadReference as exc:
+                raise SerializationError(str(exc)) from exc
+            found = avro_codec.parse(avro_codec.loads(schema.schema_str),
+                                     [avro_codec.loads(ref.schema.schema_str) for ref in referenced])
             with self._lock:
                 self._by_schema[schema] = found
         return found
@@ -115,7 +122,7 @@ class _SchemaSource:
         found = self._by_id.get(schema_id)
         if found is None:
             try:
-                schema = self.client.get_schema(schema_id)
+                schema = self.lookup.by_id(schema_id)
             except SchemaRegistryError as exc:
                 if exc.http_status_code == 404:
                     raise UnknownSchemaId(
@@ -127,21 +134,6 @@ class _SchemaSource:
             with self._lock:
                 self._by_id[schema_id] = found
         return found
-
-    def _collect_references(self, schema: Schema, seen: set[tuple[str, int]], out: list[Any]) -> None:
-        """Depth first, so each referenced schema comes after the ones it references."""
-        for ref in schema.references or ():
-            if ref.subject is None or ref.version is None:
-                raise SerializationError(f"reference {ref.name!r} lacks a subject or a version")
-            key = (ref.subject, ref.version)
-            if key in seen:
-                continue
-            seen.add(key)
-            registered: RegisteredSchema = self.client.get_version(ref.subject, ref.version, True)
-            self._collect_references(registered.schema, seen, out)
-            if registered.schema.schema_str is None:
-                raise SerializationError(f"referenced schema {key} has no text")
-            out.append(avro_codec.loads(registered.schema.schema_str))
 
 
 class AvroSerializer:
@@ -372,19 +364,19 @@ class AvroDeserializer:
             decode = self._latest_decoder(data, ctx)
         else:
             try:
-                decode = self._by_header.get(data[:5])
+                decode = self._by_header.get(data[:HEADER_SIZE])
             except TypeError:  # bytearray or memoryview: their slices are unhashable
                 data = bytes(data)
-                decode = self._by_header.get(data[:5])
+                decode = self._by_header.get(data[:HEADER_SIZE])
             if decode is None:
                 decode = self._decoder_for(data)
         try:
             obj = decode(data)
         except EOFError as exc:
             raise TruncatedPayload(f"the message ends inside its Avro datum (schema id "
-                                   f"{int.from_bytes(data[1:5], 'big')}, {len(data)} bytes): {exc}") from exc
+                                   f"{int.from_bytes(data[1:HEADER_SIZE], 'big')}, {len(data)} bytes): {exc}") from exc
         except Exception as exc:
-            schema_id = int.from_bytes(data[1:5], "big")
+            schema_id = int.from_bytes(data[1:HEADER_SIZE], "big")
             raise SerializationError(f"cannot decode the Avro datum written with schema id {schema_id}: "
                                      f"{type(exc).__name__}: {exc}") from exc
         if self._from_dict is not None:
@@ -402,19 +394,19 @@ class AvroDeserializer:
     def _decoder_for(self, data: bytes) -> Decode:
         """The decoder for `data`'s writer schema; fetches it from the registry the first time."""
         schema_id = wire.parse_header(data)
-        key = bytes(data[:wire.HEADER_SIZE])
+        key = bytes(data[:HEADER_SIZE])
         with self._lock:
             decode = self._by_header.get(key)
             if decode is None:
                 writer = self._schemas.by_id(schema_id)
-                decode = avro_codec.decoder(writer, self._reader, wire.HEADER_SIZE,
+                decode = avro_codec.decoder(writer, self._reader, HEADER_SIZE,
                                             return_record_name=self._return_record_name)
                 self._by_header[key] = decode
         return decode
 
     def _latest_decoder(self, data: bytes, ctx: SerializationContext | None) -> Decode:
         schema_id = wire.parse_header(data)
-        key = bytes(data[:wire.HEADER_SIZE])
+        key = bytes(data[:HEADER_SIZE])
         writer = self._schemas.by_id(schema_id)
         subject = self._strategy(ctx, None)
         if subject is None:  # a record strategy: name the subject after the writer's record
@@ -426,7 +418,7 @@ class AvroDeserializer:
         decode = self._by_latest.get((latest_id, key))
         if decode is None:
             reader = self._schemas.parsed(latest.schema)
-            decode = avro_codec.decoder(writer, reader, wire.HEADER_SIZE,
+            decode = avro_codec.decoder(writer, reader, HEADER_SIZE,
                                         return_record_name=self._return_record_name)
             with self._lock:
                 self._by_latest[(latest_id, key)] = decode

@@ -30,6 +30,8 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
+from registry.serde import wire
+
 Encode = Callable[[Any], bytes]
 Decode = Callable[[bytes], Any]
 
@@ -44,9 +46,8 @@ class ParsedSchema:
 
     @property
     def is_raw_bytes(self) -> bool:
-        """A top-level plain `bytes` schema: the payload is the value itself."""
-        s = self.schema
-        return s == "bytes" or (isinstance(s, dict) and s.get("type") == "bytes" and "logicalType" not in s)
+        """A top-level plain `bytes` schema: the payload is the value itself (see `wire`)."""
+        return wire.is_raw_bytes(self.schema)
 
 
 def loads(schema_str: str) -> Any:

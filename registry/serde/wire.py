@@ -8,10 +8,15 @@ The 5-byte header depends only on the schema id, so serializers build it once pe
 (`header`) and deserializers key their per-id state by the header bytes themselves,
 which checks the magic byte and finds the id in one dict lookup (`parse_header` is the
 slow path for headers not seen before).
+
+The payload is the datum's Avro binary encoding, except for a top-level plain `bytes`
+schema (`is_raw_bytes`): Confluent's serializers write such a value raw, without
+Avro's length prefix. registry.serde and registry.spark both frame by this module.
 """
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from confluent_kafka.serialization import SerializationError
 
@@ -57,3 +62,13 @@ def parse_header(data: bytes) -> int:
             f"unknown magic byte {data[0]:#04x} (expected 0x00): this message was not written "
             "with a Schema Registry serializer in Confluent's wire format")
     return int.from_bytes(data[1:HEADER_SIZE], "big")
+
+
+def is_raw_bytes(schema: Any) -> bool:
+    """True for a top-level plain `bytes` Avro schema, whose payload is the value itself.
+
+    `schema` is the schema's JSON, decoded (or as fastavro parsed it): ``"bytes"`` or
+    ``{"type": "bytes"}``; a logical type on bytes (``decimal``) is Avro-encoded as usual.
+    """
+    return schema == "bytes" or (isinstance(schema, dict) and schema.get("type") == "bytes"
+                                 and "logicalType" not in schema)

@@ -55,14 +55,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
+from registry.serde import wire
+from registry.serde.wire import HEADER_SIZE
 from registry.spark.schemas import RegisteredAvro, SchemaLookup, Version
 
 __all__ = ["AvroDecoder", "BatchDecoding", "DecodeMode"]
 
 log = logging.getLogger(__name__)
 
-HEADER_SIZE = 5
-_MAGIC = bytearray(b"\x00")
+_MAGIC = bytearray([wire.MAGIC_BYTE])
 _TO_END = 2**31 - 1
 # A reader-only boolean field (default true) added to record reader schemas: spark-avro's
 # PERMISSIVE mode answers a payload it cannot decode with a struct of all-null fields, which
@@ -85,7 +86,7 @@ class _Writer:
 
     @property
     def header(self) -> bytearray:
-        return bytearray(b"\x00" + self.schema.schema_id.to_bytes(4, "big"))
+        return bytearray(wire.header(self.schema.schema_id))
 
 
 class AvroDecoder:

@@ -19,6 +19,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
+from registry.serde import wire
 from registry.spark.schemas import RegisteredAvro, SchemaLookup, Version
 
 __all__ = ["AvroEncoder"]
@@ -35,7 +36,7 @@ class AvroEncoder:
     def __init__(self, schema: RegisteredAvro) -> None:
         """Prefer `for_subject`, `for_schema_id` and `register`."""
         self.schema = schema
-        self._header = bytearray(b"\x00" + schema.schema_id.to_bytes(4, "big"))
+        self._header = bytearray(wire.header(schema.schema_id))
 
     @classmethod
     def for_subject(cls, client: Any, subject: str, version: Version = "latest") -> AvroEncoder:

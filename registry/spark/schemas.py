@@ -5,26 +5,26 @@ of Schema Registry references. `RegisteredAvro.json` is therefore self-contained
 every named type a reference defines is written out in full where it is first used
 (and by its full name after that), so one JSON document describes the whole schema.
 
-`SchemaLookup` is the one way registry/spark reads the registry. It runs on the
-driver only and asks for each schema id once (the client caches ids forever, and the
-lookup keeps the parsed result), never per row.
+`SchemaLookup` is the one way registry/spark reads the registry, through the client
+side's shared lookup (`registry.client.lookup`, which serde uses too). It runs on the
+driver only and asks for each schema id and referenced version once, never per row.
 """
 from __future__ import annotations
 
 import copy
 import json
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from confluent_kafka.schema_registry import RegisteredSchema, Schema
+from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from registry.client import lookup as shared
+from registry.client.lookup import Version
 from registry.schema_types.avro import AVRO, AvroSchema
 from registry.schema_types.base import InvalidSchema
-
-Version = int | Literal["latest"]
+from registry.serde import wire
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 _NAMED = frozenset({"record", "error", "enum", "fixed"})
@@ -58,9 +58,7 @@ class RegisteredAvro:
     def is_raw_bytes(self) -> bool:
         """A top-level plain `bytes` schema. Confluent's serializers write such values
         raw, without Avro's length prefix, so the payload is the value itself."""
-        top = json.loads(self.json)
-        return top == "bytes" or (isinstance(top, dict) and top.get("type") == "bytes"
-                                  and "logicalType" not in top)
+        return wire.is_raw_bytes(json.loads(self.json))
 
     @property
     def is_nullable(self) -> bool:
@@ -85,6 +83,8 @@ class RegisteredAvro:
 class SchemaLookup:
     """Reads Avro schemas from the registry through a client, each id once. Thread-safe.
 
+    A thin Avro view over the client side's shared lookup (`registry.client.lookup`),
+    which fetches each id and referenced version once; this keeps the parsed result per id.
     Every method blocks on the registry the first time it is asked about an id or a
     subject version and raises what the client raises (`SchemaRegistryError`, or
     `RegistryUnreachable`), plus `SchemaNotAvro` and `InvalidSchema`.
@@ -92,6 +92,7 @@ class SchemaLookup:
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self.schemas = shared.SchemaLookup(client)
         self._by_id: dict[int, RegisteredAvro] = {}
         self._lock = threading.Lock()
 
@@ -99,7 +100,7 @@ class SchemaLookup:
         """The schema registered with `schema_id`."""
         found = self._by_id.get(schema_id)
         if found is None:
-            found = self._parsed(schema_id, self.client.get_schema(schema_id))
+            found = self._parsed(schema_id, self.schemas.by_id(schema_id))
             with self._lock:
                 self._by_id[schema_id] = found
         return found
@@ -115,10 +116,7 @@ class SchemaLookup:
 
     def by_version(self, subject: str, version: Version = "latest") -> RegisteredAvro:
         """Version `version` (a number or "latest") of `subject`."""
-        if version == "latest":
-            registered: RegisteredSchema = self.client.get_latest_version(subject)
-        else:
-            registered = self.client.get_version(subject, int(version))
+        registered = self.schemas.by_version(subject, version)
         if registered.schema_id is None:
             raise SchemaRegistryError(500, SchemaRegistryError.UNKNOWN,
                                       f"the registry returned {subject} version {version} without an id")
@@ -130,7 +128,7 @@ class SchemaLookup:
         with them may still sit in a topic), oldest first, without repeats."""
         ids: list[int] = []
         for version in self.client.get_versions(subject, deleted=True):
-            registered = self.client.get_version(subject, version, deleted=True)
+            registered = self.schemas.by_version(subject, version, deleted=True)
             if registered.schema_id is not None and registered.schema_id not in ids:
                 ids.append(registered.schema_id)
         return ids
@@ -140,26 +138,13 @@ class SchemaLookup:
             raise SchemaNotAvro(f"schema id {schema_id} is {schema.schema_type}, not Avro")
         if schema.schema_str is None:
             raise InvalidSchema(f"the registry returned schema id {schema_id} without its text")
-        references = list(self._references(schema, set()))
-        parsed = AVRO.parse(schema.schema_str, {name: text for name, text in references})
+        try:
+            references = [(ref.name, ref.schema.schema_str) for ref in self.schemas.referenced(schema)]
+        except shared.BadReference as exc:
+            raise InvalidSchema(str(exc)) from exc
+        parsed = AVRO.parse(schema.schema_str, dict(references))
         text = self_contained(schema.schema_str, [text for _name, text in references])
         return RegisteredAvro(schema_id, text, parsed)
-
-    def _references(self, schema: Schema, seen: set[tuple[str, int]]) -> Iterator[tuple[str, str]]:
-        """(name, text) of every schema `schema` references, depth first, so each one
-        comes after the ones it references itself (the order `AVRO.parse` wants)."""
-        for ref in schema.references or ():
-            if ref.subject is None or ref.version is None:
-                raise InvalidSchema(f"reference {ref.name!r} lacks a subject or a version")
-            key = (ref.subject, int(ref.version))
-            if key in seen:
-                continue
-            seen.add(key)
-            registered: RegisteredSchema = self.client.get_version(ref.subject, int(ref.version))
-            yield from self._references(registered.schema, seen)
-            if registered.schema.schema_str is None:
-                raise InvalidSchema(f"referenced schema {key} has no text")
-            yield ref.name or f"{ref.subject}:{ref.version}", registered.schema.schema_str
 
 
 # --- references, inlined --------------------------------------------------------------

@@ -19,7 +19,9 @@ import requests
 from confluent_kafka.schema_registry import RegisteredSchema, Schema
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from registry.client import RegistryUnreachable, SchemaRegistryClient, _BoundedCache, _SingleFlight, full_jitter
+from registry.client import RegistryUnreachable, SchemaRegistryClient, caches
+from registry.client.single_flight import SingleFlight
+from registry.client.transport import full_jitter
 
 SCHEMA = '{"type":"string"}'
 Reply = tuple[int, Any]  # (status, JSON body), or DROP to close the connection unanswered
@@ -159,7 +161,7 @@ def test_latest_version_is_cached_until_cleared_or_deleted(stubs: Callable[[], S
 
 def test_latest_cache_ttl_and_capacity() -> None:
     now = [100.0]
-    cache = _BoundedCache(capacity=2, ttl=30.0, clock=lambda: now[0])
+    cache = caches.expiring(capacity=2, ttl=30.0, timer=lambda: now[0])
     cache.put("a", 1)
     now[0] += 29.9
     assert cache.get("a") == 1, "within cache.latest.ttl.sec the cached latest is used"
@@ -171,8 +173,55 @@ def test_latest_cache_ttl_and_capacity() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (None, 2, 3), "cache.capacity bounds it"
 
 
+def test_without_a_ttl_the_latest_cache_only_evicts_the_least_recently_used() -> None:
+    now = [100.0]
+    cache = caches.expiring(capacity=2, ttl=None, timer=lambda: now[0])
+    cache.put("a", 1)
+    cache.put("b", 2)
+    now[0] += 10 ** 9
+    assert cache.get("a") == 1, "without cache.latest.ttl.sec an entry never expires"
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3), \
+        "a full cache drops the entry used least recently (b), not the oldest inserted (a)"
+
+
+def test_the_client_caches_are_bounded_by_cache_capacity(stubs: Callable[[], Stub]) -> None:
+    stub = stubs()
+    for i in (1, 2, 3):
+        stub.replies[f"/schemas/ids/{i}"] = [(200, {"schema": SCHEMA})]
+    client, _ = make_client(stub.url, **{"cache.capacity": 2})
+    for i in (1, 2, 3, 3, 2):
+        client.get_schema(i)
+    assert stub.paths() == ["GET /schemas/ids/1", "GET /schemas/ids/2", "GET /schemas/ids/3"], \
+        "ids 2 and 3 stay cached"
+    client.get_schema(1)
+    assert stub.paths()[-1] == "GET /schemas/ids/1" and len(stub.paths()) == 4, \
+        "a capacity of 2 evicted id 1, the least recently used, so it is fetched again"
+
+
+def test_deleting_a_version_forgets_the_subjects_registrations_but_keeps_ids(stubs: Callable[[], Stub]) -> None:
+    stub = stubs()
+    stub.replies["/subjects/s/versions"] = [(200, {"id": 3})]
+    stub.replies["/subjects/s/versions/1"] = [(200, {"subject": "s", "version": 1, "id": 3, "schema": SCHEMA}),
+                                              (200, 1)]
+    stub.replies["/subjects/t/versions"] = [(200, {"id": 4})]
+    client, _ = make_client(stub.url)
+    client.register_schema("s", Schema(SCHEMA, "AVRO"))
+    client.register_schema("t", Schema(SCHEMA, "AVRO"))
+    client.get_version("s", 1)
+    client.delete_version("s", 1)
+    stub.replies["/subjects/s/versions/1"] = [(200, {"subject": "s", "version": 1, "id": 3, "schema": SCHEMA})]
+    before = len(stub.requests)
+    client.register_schema("s", Schema(SCHEMA, "AVRO"))
+    client.register_schema("t", Schema(SCHEMA, "AVRO"))
+    client.get_version("s", 1)
+    client.get_schema(3)
+    assert stub.paths()[before:] == ["POST /subjects/s/versions", "GET /subjects/s/versions/1"], \
+        "s's registration and version are asked again; t's registration and id 3 stay cached"
+
+
 def test_concurrent_misses_make_one_request() -> None:
-    flights = _SingleFlight()
+    flights = SingleFlight()
     calls: list[int] = []
     release = threading.Event()
     results: list[int] = []

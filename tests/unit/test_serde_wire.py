@@ -44,3 +44,17 @@ def test_errors_are_serialization_errors() -> None:
     for error in (wire.TruncatedPayload, wire.UnknownMagicByte, wire.UnknownSchemaId):
         assert issubclass(error, SerializationError), \
             f"{error.__name__} must be caught by code catching confluent-kafka's SerializationError"
+
+
+@pytest.mark.parametrize("schema, raw", [
+    ("bytes", True),
+    ({"type": "bytes"}, True),
+    ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 2}, False),
+    ("string", False),
+    (["null", "bytes"], False),
+    ({"type": "record", "name": "R", "fields": [{"name": "b", "type": "bytes"}]}, False),
+    ({"type": "fixed", "name": "F", "size": 4}, False),
+])
+def test_only_a_top_level_plain_bytes_schema_is_written_raw(schema: object, raw: bool) -> None:
+    assert wire.is_raw_bytes(schema) is raw, \
+        "Confluent writes a top-level plain bytes value without Avro's length prefix, and nothing else"
