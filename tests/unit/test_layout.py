@@ -1,5 +1,8 @@
 """The package layout of DESIGN.md, checked on the import graph of the source tree.
 
+(That the client side imports nothing of the server is checked, with every way of
+importing, by tests/unit/test_client_side_imports.py.)
+
 Every `import` and `from ... import` counts, at module level or inside a function (an
 import inside a function is still an arrow), except under `if TYPE_CHECKING:`.
 """
@@ -92,16 +95,6 @@ def test_store_and_election_import_nothing_of_ours():
     bad = [(a, b) for a, b in arrows() if under(a, ("store",)) and under(b, ("registry", "election"))]
     bad += [(a, b) for a, b in arrows() if under(a, ("election",)) and under(b, ("registry", "store"))]
     assert not bad, f"store/ and election/ must import nothing of ours: {bad}"
-
-
-def test_the_client_side_imports_nothing_of_the_server():
-    # Of ours, only the client side itself and the shared format modules; of the rest,
-    # nothing only the server needs. (An allow-list: a new server module is covered too.)
-    allowed_ours = CLIENT_SIDE + SHARED_FORMATS
-    bad = [(a, b) for a, b in arrows() if under(a, CLIENT_SIDE) and (
-        (under(b, PACKAGES) and b != "registry" and not under(b, allowed_ours))
-        or under(b, SERVER_ONLY_LIBRARIES))]
-    assert not bad, f"client-side code must not import the server or its libraries: {bad}"
 
 
 def test_shared_format_modules_know_no_server_and_no_client():
