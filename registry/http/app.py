@@ -20,12 +20,26 @@ from werkzeug.routing import BaseConverter
 from urllib.parse import quote, unquote
 
 from registry import errors
-from registry.http.asgi import AsgiBridge, Limits
+from registry.audit import AuditLog
+from registry.http.asgi import AsgiBridge, FrontDoor, Limits
 from registry.http.bodies import error_response, json_response
-from registry.http.context import NODE_EXTENSION, node
+from registry.http.context import (
+    DESCRIPTION_EXTENSION,
+    GUARD_EXTENSION,
+    METRICS_EXTENSION,
+    NODE_EXTENSION,
+    guard,
+    metrics,
+    node,
+)
 from registry.http.fast_path import SchemaByIdFastPath
 from registry.http.forward import FORWARD_HEADER, Forwarder
+from registry.http.metrics import NodeMetrics
+from registry.http.openapi import describe
 from registry.http.routes import BLUEPRINTS
+from registry.http.routing import Router
+from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
+from registry.http.security.tls import client_context
 from registry.node import Node
 from store.log import LogUnavailable, RecordTooLarge
 from store.writer import NotWriter, StoreTimeout
@@ -55,28 +69,51 @@ class SubjectConverter(BaseConverter):
 
 def build_asgi(node_: Node) -> AsgiBridge:
     """The node's whole HTTP front end: the Flask app behind an ASGI bridge with the id
-    fast path. `close()` on the result finishes requests under way and releases it."""
+    fast path, and around dispatch authentication and authorization, metrics and the
+    audit log as the settings ask. `close()` on the result finishes requests under way
+    and releases it. Raises ConfigError for security files or key material it cannot use."""
     settings = node_.settings
-    forwarder = Forwarder(settings.store_timeout_seconds)
-    app = create_app(node_, forwarder)
+    https = any(listener.scheme == "https" for listener in settings.listeners)
+    forwarder = Forwarder(settings.store_timeout_seconds, client_context(settings.tls) if https else None)
+    cache = node_.cache
+    guard_ = build_guard(settings, lambda schema_id: [s for s, _ in cache.users_of(schema_id)])
+    metrics_ = NodeMetrics(node_) if settings.metrics_enabled else None
+    audit = AuditLog(settings.audit_log_file) if settings.audit_log_file else None
+    app = create_app(node_, forwarder, guard_, metrics_)
     fast_path = SchemaByIdFastPath(node_.service, node_.writer.caught_up)
     limits = Limits(max_request_bytes=settings.max_request_bytes,
                     max_inflight_bytes=settings.max_inflight_request_bytes,
                     body_timeout=settings.request_body_timeout_seconds)
-    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=forwarder.close)
+    door = FrontDoor(Router(app.url_map), guard_, metrics_.requests if metrics_ else None, audit,
+                     node_.elector.identity.url, off_loop=frozenset({"observability.metrics_text"}))
+
+    def close() -> None:
+        forwarder.close()
+        for part in (guard_, metrics_, audit):
+            if part is not None:
+                part.close()
+
+    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=close, door=door)
 
 
-def create_app(node_: Node, forwarder: Forwarder) -> Flask:
-    """A Flask app serving `node_`; writes it may not append go through `forwarder`."""
+def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
+               metrics_: NodeMetrics | None = None) -> Flask:
+    """A Flask app serving `node_`; writes it may not append go through `forwarder`.
+    `guard_` filters listings by the caller's rights and signs forwarded identities;
+    `metrics_` is what `/metrics` serves."""
     max_request_bytes = node_.settings.max_request_bytes
-    app = Flask("registry")
+    # No static folder: Flask would otherwise serve /static/<path> (nothing, but a route).
+    app = Flask("registry", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     app.extensions[NODE_EXTENSION] = node_
+    app.extensions[GUARD_EXTENSION] = guard_
+    app.extensions[METRICS_EXTENSION] = metrics_
     app.url_map.converters["subject"] = SubjectConverter
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+    app.extensions[DESCRIPTION_EXTENSION] = describe(app.url_map)
 
     @app.before_request
     def _require_ready() -> None:
@@ -123,8 +160,17 @@ def _forward(forwarder: Forwarder) -> Response:
         if problem is not None:
             raise errors.UnknownLeader(problem)
         raw_uri = request.environ.get("RAW_URI") or request.full_path.rstrip("?")
+        body = request.get_data(cache=True)
+        door, access = guard(), request.environ.get(ACCESS_KEY)
+        identity = None
+        if door is not None and access is not None and door.forwarded.signs and access.policy is not None:
+            identity = door.forwarded.headers(access.principal, access.client, this.elector.identity.url,
+                                              request.method, raw_uri, body)
         answer = forwarder.forward(this.gate.write_target, request.method, raw_uri, dict(request.headers),
-                                   request.get_data(cache=True))
+                                   body, identity)
     except errors.RegistryError as error:
         return error_response(error)
+    counted = metrics()
+    if counted is not None:
+        counted.requests.forwarded(answer.status)
     return Response(answer.body, status=answer.status, content_type=answer.content_type)

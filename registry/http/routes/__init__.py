@@ -1,9 +1,10 @@
 """The REST resources, grouped as Confluent groups them. Each view only translates."""
 from registry.http.routes.cluster import cluster_routes
 from registry.http.routes.config import config_routes
+from registry.http.routes.observability import observability_routes
 from registry.http.routes.schemas import schema_routes
 from registry.http.routes.subjects import subject_routes
 
-BLUEPRINTS = (subject_routes, schema_routes, config_routes, cluster_routes)
+BLUEPRINTS = (subject_routes, schema_routes, config_routes, cluster_routes, observability_routes)
 
 __all__ = ["BLUEPRINTS"]

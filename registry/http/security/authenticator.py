@@ -1,0 +1,177 @@
+"""Who a request comes from: the one place a caller is authenticated.
+
+    authenticator = Authenticator(settings.authentication, settings.tls)
+    principal = await authenticator.authenticate(scope)   # raises Unauthenticated
+
+Methods (`authentication.method`, several may be listed):
+- BASIC: `Authorization: Basic ...` checked against the users file (argon2id);
+- BEARER: `Authorization: Bearer <JWT>` checked against the JWKS (`bearer`);
+- CERTIFICATE: the verified client certificate of an https connection, its subject
+  mapped by `ssl.principal.mapping.rules` (`certificates`).
+An `Authorization` header, when sent, decides; a certificate counts only without one.
+With no method configured every caller is ANONYMOUS.
+
+Speed: verifying a password or a token costs far more than serving a read, so a
+verified header is remembered (a TTL cache keyed by a keyed BLAKE2 hash of the header,
+so the cache never holds the credential itself) for `authentication.cache.ttl.ms`, a
+token never past its expiry. A rejected header is remembered for a few seconds, so a
+client retrying a wrong password does not cost an argon2 verification each time.
+Verifications that miss the cache run on a small pool of their own, never on the
+event loop, and at most two at once: a flood of wrong passwords costs two cores at
+most, not the server's memory.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from cachetools import TLRUCache, TTLCache
+
+from registry.http.security.bearer import BearerTokens, InvalidToken
+from registry.http.security.certificates import CertificatePrincipals
+from registry.http.security.passwords import Users, parse_users
+from registry.http.security.principal import ANONYMOUS, Principal
+from registry.http.security.watched_file import WatchedFile
+from registry.settings import AuthenticationSettings, TlsSettings
+
+_REJECTED_SECONDS = 5.0
+_CACHE_ENTRIES = 10_000
+_VERIFIERS = 2
+
+
+class Unauthenticated(Exception):
+    """The caller did not prove who it is: a 401. `challenge` is the WWW-Authenticate value."""
+
+    def __init__(self, message: str, challenge: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.challenge = challenge
+
+
+class Authenticator:
+    def __init__(self, settings: AuthenticationSettings, tls: TlsSettings) -> None:
+        self._settings = settings
+        self.methods = settings.methods
+        self.required = bool(settings.methods)
+        challenges = []
+        if "BASIC" in settings.methods:
+            challenges.append(f'Basic realm="{settings.realm}"')
+        if "BEARER" in settings.methods:
+            challenges.append(f'Bearer realm="{settings.realm}"')
+        self._challenge = ", ".join(challenges)
+        self._hash_key = os.urandom(32)
+        self._lock = threading.Lock()  # the caches are used from every serving loop
+        self._verified: TLRUCache[bytes, Principal] = TLRUCache(_CACHE_ENTRIES, ttu=self._expiry)
+        self._expiries: dict[bytes, float] = {}
+        self._rejected: TTLCache[bytes, str] = TTLCache(_CACHE_ENTRIES, _REJECTED_SECONDS)
+        self._pool = ThreadPoolExecutor(max_workers=_VERIFIERS, thread_name_prefix="verify-credentials")
+        self._users: WatchedFile[Users] | None = None
+        if "BASIC" in settings.methods:
+            self._users = WatchedFile(settings.users_file, parse_users, what="users file",
+                                      on_change=self.forget)
+        self._tokens = BearerTokens(settings) if "BEARER" in settings.methods else None
+        self._certificates = CertificatePrincipals(tls.principal_mapping_rules)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._users is not None:
+            self._users.close()
+        if self._tokens is not None:
+            self._tokens.close()
+
+    def forget(self) -> None:
+        """Drop every remembered verification (the users file changed)."""
+        with self._lock:
+            self._verified.clear()
+            self._rejected.clear()
+            self._expiries.clear()
+
+    async def authenticate(self, scope: dict[str, Any]) -> Principal:
+        """The caller's principal. Raises Unauthenticated. Never blocks the event loop."""
+        if not self.required:
+            return ANONYMOUS
+        header = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+                break
+        if header is None:
+            principal = self._from_certificate(scope)
+            if principal is not None:
+                return principal
+            raise Unauthenticated("Authentication is required", self._challenge)
+        key = hashlib.blake2b(header, key=self._hash_key, digest_size=20).digest()
+        with self._lock:
+            known = self._verified.get(key)
+            refused = self._rejected.get(key) if known is None else None
+        if known is not None:
+            return known
+        if refused is not None:
+            raise Unauthenticated(refused, self._challenge)
+        loop = asyncio.get_running_loop()
+        try:
+            principal, expires = await loop.run_in_executor(self._pool, self._verify, header)
+        except Unauthenticated as exc:
+            with self._lock:
+                self._rejected[key] = exc.message
+            raise
+        with self._lock:
+            self._expiries[key] = expires
+            self._verified[key] = principal
+        return principal
+
+    def _expiry(self, key: bytes, _value: Principal, now: float) -> float:
+        # TLRUCache's clock is time.monotonic; a token's exp is wall-clock time.
+        expires = self._expiries.pop(key, None)
+        ttl = self._settings.cache_ttl_seconds
+        if expires is not None:
+            ttl = min(ttl, expires - time.time())
+        return now + max(ttl, 0.0)
+
+    def _verify(self, header: bytes) -> tuple[Principal, float]:
+        """(principal, expiry) for an Authorization header; runs on the verifying pool."""
+        scheme, _, credentials = header.partition(b" ")
+        scheme_name = scheme.decode("latin-1").lower()
+        credentials = credentials.strip()
+        if scheme_name == "basic" and self._users is not None:
+            return self._basic(credentials), float("inf")
+        if scheme_name == "bearer" and self._tokens is not None:
+            try:
+                return self._tokens.verify(credentials.decode("latin-1"))
+            except InvalidToken as exc:
+                raise Unauthenticated(f"Unauthorized: {exc}", self._challenge) from None
+        raise Unauthenticated(f"Unauthorized: the {scheme_name or 'empty'} authorization scheme is not accepted "
+                              "here", self._challenge)
+
+    def _basic(self, credentials: bytes) -> Principal:
+        assert self._users is not None
+        try:
+            decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise Unauthenticated("Unauthorized: malformed Basic credentials", self._challenge) from None
+        name, sep, password = decoded.partition(":")
+        user = self._users.current.check(name, password) if sep else None
+        del decoded, password
+        if user is None:
+            raise Unauthenticated("Unauthorized: wrong user name or password", self._challenge)
+        return Principal(user.name, "BASIC", user.roles)
+
+    def _from_certificate(self, scope: dict[str, Any]) -> Principal | None:
+        if "CERTIFICATE" not in self.methods:
+            return None
+        tls = scope.get("extensions", {}).get("tls")
+        subject = tls.get("client_cert_name") if tls else None
+        if not subject:
+            return None
+        name = self._certificates.name(subject)
+        if name is None:
+            raise Unauthenticated(f"Unauthorized: no ssl.principal.mapping.rules rule maps {subject!r}",
+                                  self._challenge)
+        return Principal(name, "CERTIFICATE")
