@@ -26,8 +26,9 @@ _NOW = datetime.datetime.now(datetime.timezone.utc)
 
 
 def _name(common_name: str, organization: str = "Registry Tests") -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization)])
+    # Most general first, as CAs issue them: RFC 4514 (and Java) then print CN=...,O=...
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+                      x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
 @dataclass

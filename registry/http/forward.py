@@ -111,18 +111,22 @@ class Forwarder:
 
 
 class _ContextAdapter(HTTPAdapter):
-    """requests over one SSLContext: its CAs, its client certificate, its hostname rule,
-    and nothing else (requests would add certifi's CAs to it per connection)."""
+    """requests over one SSLContext: its CAs, its client certificate and its hostname
+    rule, and nothing else: neither certifi's CAs nor a bundle named by
+    REQUESTS_CA_BUNDLE, which requests would otherwise load into it per connection.
+    (requests documents `build_connection_pool_key_attributes` as the hook for this.)"""
 
     def __init__(self, context: ssl.SSLContext) -> None:
         self._context = context
         super().__init__()
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["ssl_context"] = self._context
+    def build_connection_pool_key_attributes(self, request: Any, verify: Any, cert: Any = None
+                                             ) -> tuple[dict[str, Any], dict[str, Any]]:
+        host, _ = super().build_connection_pool_key_attributes(request, True, None)
+        pool: dict[str, Any] = {"ssl_context": self._context, "cert_reqs": "CERT_REQUIRED"}
         if not self._context.check_hostname:
-            kwargs["assert_hostname"] = False
-        super().init_poolmanager(*args, **kwargs)
+            pool["assert_hostname"] = False
+        return host, pool
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
         conn.cert_reqs = "CERT_REQUIRED"  # the context's CAs decide

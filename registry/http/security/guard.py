@@ -30,7 +30,8 @@ from registry.http.security.policy import SCHEMA_ID_ARGUMENT, SUBJECT_ARGUMENT, 
 from registry.http.security.principal import ANONYMOUS, Principal
 from registry.http.security.rules import Rules, parse_rules
 from registry.http.security.watched_file import WatchedFile
-from registry.settings import Settings
+from registry.http.security.passwords import parse_users
+from registry.settings import ConfigError, Settings
 
 ACCESS_KEY = "registry.access"
 
@@ -188,6 +189,22 @@ def _address(client: Any) -> str:
         return ""
     host, port = client[0], client[1]
     return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+def check_files(settings: Settings) -> None:
+    """Read every security file the settings name once, without watching them: raises
+    ConfigError for one that cannot be used (a supervisor checks before forking)."""
+    authentication = settings.authentication
+    CertificatePrincipals(settings.tls.principal_mapping_rules)
+    for path, parse, what in ((authentication.users_file if "BASIC" in authentication.methods else "",
+                               parse_users, "users file"),
+                              (settings.authorization_rules_file, parse_rules, "authorization rules file")):
+        if path:
+            try:
+                with open(path, "rb") as handle:
+                    parse(handle.read())
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"{what} {path}: {exc}") from None
 
 
 def build_guard(settings: Settings, subjects_of_id: Callable[[int], list[str]]) -> Guard | None:

@@ -75,7 +75,9 @@ def _bound_versions(context: ssl.SSLContext, tls: TlsSettings) -> None:
 def _load_keystore(context: ssl.SSLContext, store: KeyStore, key_password: str) -> None:
     try:
         if store.type == "PEM":
-            context.load_cert_chain(store.location, password=key_password or None)
+            # A callable, never None: with None, OpenSSL would prompt on the terminal
+            # for the password of an encrypted key, and the server would hang there.
+            context.load_cert_chain(store.location, password=lambda: key_password.encode())
             return
         with open(store.location, "rb") as handle:
             data = handle.read()
