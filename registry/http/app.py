@@ -16,7 +16,7 @@ import logging
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
-from werkzeug.routing import BaseConverter
+from werkzeug.routing import BaseConverter, Map
 from urllib.parse import quote, unquote
 
 from registry import errors
@@ -102,17 +102,11 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
     `guard_` filters listings by the caller's rights and signs forwarded identities;
     `metrics_` is what `/metrics` serves."""
     max_request_bytes = node_.settings.max_request_bytes
-    # No static folder: Flask would otherwise serve /static/<path> (nothing, but a route).
-    app = Flask("registry", static_folder=None)
+    app = _routed_app()
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     app.extensions[NODE_EXTENSION] = node_
     app.extensions[GUARD_EXTENSION] = guard_
     app.extensions[METRICS_EXTENSION] = metrics_
-    app.url_map.converters["subject"] = SubjectConverter
-    app.url_map.strict_slashes = False
-    app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one
-    for blueprint in BLUEPRINTS:
-        app.register_blueprint(blueprint)
     app.extensions[DESCRIPTION_EXTENSION] = describe(app.url_map)
 
     @app.before_request
@@ -145,6 +139,24 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
         return json_response({"error_code": 50001, "message": "Internal error in the schema registry"}, 500)
 
     return app
+
+
+def _routed_app() -> Flask:
+    """A Flask app with every route and nothing else (no node): what `create_app`
+    builds on, and what `route_map` describes."""
+    # No static folder: Flask would otherwise serve /static/<path> (nothing, but a route).
+    app = Flask("registry", static_folder=None)
+    app.url_map.converters["subject"] = SubjectConverter
+    app.url_map.strict_slashes = False
+    app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    return app
+
+
+def route_map() -> Map:
+    """The URL map every node serves (for the API description; no node needed)."""
+    return _routed_app().url_map
 
 
 def _forward(forwarder: Forwarder) -> Response:
