@@ -215,8 +215,9 @@ class AsgiBridge:
         policy = policy_for(route.endpoint, method)
         if policy is None or policy.operation not in CHANGES:
             return
-        access, denied = exchange.access, exchange.denied
-        principal = access.principal if access is not None else denied.principal if denied is not None else None
+        denied = exchange.denied
+        access = denied.access if denied is not None else exchange.access
+        principal = access.principal if access is not None else None
         query = scope["query_string"]
         raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
         target = raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")

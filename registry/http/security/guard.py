@@ -40,14 +40,14 @@ class Denied(Exception):
     """A refused request: `status` 401 or 403, with Confluent's body; `reason` labels metrics."""
 
     def __init__(self, status: int, message: str, reason: str, challenge: str = "",
-                 principal: Principal | None = None) -> None:
+                 access: Access | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = 401 if status == 401 else 40301
         self.message = message
         self.reason = reason
         self.challenge = challenge
-        self.principal = principal
+        self.access = access  # who was refused, when known (a 403)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +122,13 @@ class Guard:
         policy = policy_for(route.endpoint, method)
         if policy is None:
             raise Denied(403, f"Forbidden: no authorization policy covers {method} {route.endpoint}",
-                         "unmapped_route", principal=principal)
+                         "unmapped_route", access=access)
         if self._roles is not None and principal.method in ("BASIC", "BEARER") \
                 and not (principal.roles & self._roles):
             raise Denied(403, f"Forbidden: {principal.name} has none of the roles allowed here",
-                         "role", principal=principal)
+                         "role", access=access)
         if not self._allowed(principal, policy.operation, policy.target, route):
-            raise Denied(403, _denial(principal, policy.operation, route), "forbidden", principal=principal)
+            raise Denied(403, _denial(principal, policy.operation, route), "forbidden", access=access)
         return Access(principal, route, policy, access.client, access.forwarded_by, claim)
 
     def admit_body(self, access: Access, method: str, raw_uri: str, body: bytes) -> None:
@@ -150,7 +150,7 @@ class Guard:
             assert access.route is not None
             if not self._allowed(access.principal, Operation.IMPORT, policy.target, access.route):
                 raise Denied(403, _denial(access.principal, Operation.IMPORT, access.route), "forbidden",
-                             principal=access.principal)
+                             access=access)
 
     def readable(self, access: Access | None, subjects: Iterable[str]) -> list[str]:
         """The subjects `access` may read, in order (all of them without rules)."""
