@@ -43,6 +43,7 @@ from registry.http.security.guard import check_files
 from registry.http.security.tls import server_context
 from registry.node import build_node
 from registry.settings import ConfigError, Listener, Settings
+from registry.zookeeper_options import kazoo_options
 from store.log import LogUnavailable
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def run(settings: Settings) -> int:
     try:
         # Refuse unusable key material and security files now, not in the worker.
         check_files(settings)
+        kazoo_options(settings.zookeeper_security)
         if any(item.scheme == "https" for item in others):
             server_context(settings.tls)
     except ConfigError as exc:
