@@ -136,6 +136,12 @@ class _Connection:
         self._reader = reader
         self._writer = writer
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD_BYTES)
+        raw = writer.get_extra_info("socket")
+        if raw is not None and raw.family in (socket.AF_INET, socket.AF_INET6):
+            # asyncio sets this only on sockets made with proto=IPPROTO_TCP, not on ones
+            # accepted from a listener bound the usual way; without it a response's
+            # second segment waits for the client's delayed ACK (40 ms).
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         ssl_object = writer.get_extra_info("ssl_object")
         self._tls = _tls_extension(ssl_object) if ssl_object is not None else None
         self._client = _pair(writer.get_extra_info("peername"))
@@ -170,15 +176,15 @@ class _Connection:
     async def _next_event(self, timeout: float) -> Any:
         """The next h11 event, reading from the socket as needed; all of it (a request head
         sent a byte at a time included) within `timeout` s, else TimeoutError."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            event = self._h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            remaining = deadline - loop.time()
-            data = await asyncio.wait_for(self._reader.read(_READ_BYTES), max(remaining, 0))
-            self._h11.receive_data(data)  # b"" is the end of the stream
+        event = self._h11.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        # asyncio.timeout, not wait_for: no task per read.
+        async with asyncio.timeout(timeout):
+            while event is h11.NEED_DATA:
+                self._h11.receive_data(await self._reader.read(_READ_BYTES))  # b"": the end of the stream
+                event = self._h11.next_event()
+        return event
 
     async def _exchange(self, request: h11.Request) -> None:
         target = request.target
@@ -216,20 +222,21 @@ class _Connection:
                 return
             if message["type"] != "http.response.body" or response["start"] is None:
                 return
+            out: list[bytes] = []
             if not response["sent"]:
                 headers = list(response["start"].get("headers", []))
-                if self._h11.their_state is not h11.DONE:
+                if not self._request_read():
                     # The body was not read (refused early): close, rather than read it all.
                     headers.append((b"connection", b"close"))
                 status = response["start"]["status"]
-                self._writer.write(self._h11.send(h11.Response(status_code=status, headers=headers,
-                                                               reason=_reason(status))))
+                out.append(self._h11.send(h11.Response(status_code=status, headers=headers, reason=_reason(status))))
                 response["sent"] = True
             body = message.get("body", b"")
             if body and not head_only:
-                self._writer.write(self._h11.send(h11.Data(data=body)))
+                out.append(self._h11.send(h11.Data(data=body)))
             if not message.get("more_body", False):
-                self._writer.write(self._h11.send(h11.EndOfMessage()))
+                out.append(self._h11.send(h11.EndOfMessage()))
+            self._writer.write(b"".join(out))  # one write: one segment for a small answer
             await self._writer.drain()
 
         try:
@@ -245,6 +252,16 @@ class _Connection:
                 (b"content-type", b"application/vnd.schemaregistry.v1+json"),
                 (b"content-length", str(len(body)).encode())]})
             await send({"type": "http.response.body", "body": body})
+
+    def _request_read(self) -> bool:
+        """True once the whole request has been read. Takes what has already arrived of
+        it (a bodiless request's end, a body the app left unread) and never waits for
+        more; the end of a GET is an event h11 still has to hand out."""
+        while self._h11.their_state is h11.SEND_BODY:
+            event = self._h11.next_event()
+            if event is h11.NEED_DATA or isinstance(event, h11.ConnectionClosed):
+                return False
+        return self._h11.their_state is h11.DONE
 
     async def _refuse(self, exc: h11.RemoteProtocolError) -> None:
         """Answer a request h11 could not read, when an answer can still be sent."""

@@ -15,7 +15,8 @@ Speed: verifying a password or a token costs far more than serving a read, so a
 verified header is remembered (a TTL cache keyed by a keyed BLAKE2 hash of the header,
 so the cache never holds the credential itself) for `authentication.cache.ttl.ms`, a
 token never past its expiry. A rejected header is remembered for a few seconds, so a
-client retrying a wrong password does not cost an argon2 verification each time.
+client retrying a wrong password does not cost an argon2 verification each time, and
+requests arriving together with the same new header share one verification.
 Verifications that miss the cache run on a small pool of their own, never on the
 event loop, and at most two at once: a flood of wrong passwords costs two cores at
 most, not the server's memory.
@@ -29,7 +30,7 @@ import hashlib
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from cachetools import TLRUCache, TTLCache
@@ -71,6 +72,9 @@ class Authenticator:
         self._verified: TLRUCache[bytes, Principal] = TLRUCache(_CACHE_ENTRIES, ttu=self._expiry)
         self._expiries: dict[bytes, float] = {}
         self._rejected: TTLCache[bytes, str] = TTLCache(_CACHE_ENTRIES, _REJECTED_SECONDS)
+        # Verifications under way: a client opening many connections at once with the
+        # same new credentials waits for one verification, not one per connection.
+        self._pending: dict[bytes, Future[tuple[Principal, float]]] = {}
         self._pool = ThreadPoolExecutor(max_workers=_VERIFIERS, thread_name_prefix="verify-credentials")
         self._users: WatchedFile[Users] | None = None
         if "BASIC" in settings.methods:
@@ -111,21 +115,35 @@ class Authenticator:
         with self._lock:
             known = self._verified.get(key)
             refused = self._rejected.get(key) if known is None else None
+            pending = self._pending.get(key) if known is None and refused is None else None
+            if known is None and refused is None and pending is None:
+                pending = self._pending[key] = self._pool.submit(self._verify_and_remember, key, header)
         if known is not None:
             return known
         if refused is not None:
             raise Unauthenticated(refused, self._challenge)
-        loop = asyncio.get_running_loop()
+        assert pending is not None
+        principal, _ = await asyncio.wrap_future(pending)
+        return principal
+
+    def _verify_and_remember(self, key: bytes, header: bytes) -> tuple[Principal, float]:
+        """Verify on the pool and remember the outcome (either way) before anyone waiting sees it."""
         try:
-            principal, expires = await loop.run_in_executor(self._pool, self._verify, header)
+            principal, expires = self._verify(header)
         except Unauthenticated as exc:
             with self._lock:
                 self._rejected[key] = exc.message
+                del self._pending[key]
+            raise
+        except BaseException:
+            with self._lock:
+                del self._pending[key]
             raise
         with self._lock:
             self._expiries[key] = expires
             self._verified[key] = principal
-        return principal
+            del self._pending[key]
+        return principal, expires
 
     def _expiry(self, key: bytes, _value: Principal, now: float) -> float:
         # TLRUCache's clock is time.monotonic; a token's exp is wall-clock time.
