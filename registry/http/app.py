@@ -75,8 +75,9 @@ def build_asgi(node_: Node) -> AsgiBridge:
     settings = node_.settings
     https = any(listener.scheme == "https" for listener in settings.listeners)
     forwarder = Forwarder(settings.store_timeout_seconds, client_context(settings.tls) if https else None)
-    cache = node_.cache
-    guard_ = build_guard(settings, lambda schema_id: [s for s, _ in cache.users_of(schema_id)])
+    cache, reader = node_.cache, node_.reader
+    guard_ = build_guard(settings, lambda schema_id: [s for s, _ in cache.users_of(schema_id)],
+                         lambda: reader.next_offset)
     metrics_ = NodeMetrics(node_) if settings.metrics_enabled else None
     audit = AuditLog(settings.audit_log_file) if settings.audit_log_file else None
     app = create_app(node_, forwarder, guard_, metrics_)

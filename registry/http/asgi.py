@@ -74,9 +74,10 @@ class _Refused(Exception):
 class _Exchange:
     """What one request turned out to be, for metrics and the audit log."""
 
-    __slots__ = ("route", "status", "access", "denied")
+    __slots__ = ("endpoint", "route", "status", "access", "denied")
 
     def __init__(self) -> None:
+        self.endpoint = "unmatched"  # the Flask endpoint, for metrics
         self.route: Route | None = None
         self.status = 500
         self.access: Access | None = None
@@ -141,9 +142,7 @@ class AsgiBridge:
                     self._inflight -= held[0]
             door = self._door
             if door.stats is not None:
-                route = exchange.route
-                door.stats.observe(route.endpoint if route is not None else "unmatched", scope["method"],
-                                   exchange.status, time.perf_counter() - started)
+                door.stats.observe(exchange.endpoint, scope["method"], exchange.status, time.perf_counter() - started)
             if door.audit is not None and exchange.route is not None:
                 self._audit(scope, exchange)
 
@@ -166,11 +165,16 @@ class AsgiBridge:
             # the path without it, so refuse it here.
             raise _Refused(404, "HTTP 404 Not Found", "bad_target")
         fast_id = self._fast_path.schema_id(method, path, query)
-        if self._routed:
-            assert self._door.router is not None
-            exchange.route = (Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: fast_id})
-                              if fast_id is not None else self._door.router.match(method, path))
         guard = self._door.guard
+        if fast_id is not None:
+            exchange.endpoint = fast_path_module.ENDPOINT
+            if guard is not None or self._door.audit is not None:
+                exchange.route = Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: fast_id})
+        elif self._routed:
+            assert self._door.router is not None
+            exchange.route = route = self._door.router.match(method, path)
+            if route is not None:
+                exchange.endpoint = route.endpoint
         if guard is not None:
             try:
                 exchange.access = await guard.admit(scope, method, path, exchange.route)

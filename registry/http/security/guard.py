@@ -34,6 +34,7 @@ from registry.http.security.passwords import parse_users
 from registry.settings import ConfigError, Settings
 
 ACCESS_KEY = "registry.access"
+_ID_DECISIONS = 100_000
 
 
 class Denied(Exception):
@@ -50,17 +51,26 @@ class Denied(Exception):
         self.access = access  # who was refused, when known (a 403)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Access:
-    """An admitted request: who, and what the route does."""
+    """An admitted request: who, and what the route does. (Not frozen: made on every
+    request, and a frozen dataclass's __init__ costs several times a plain one's.)"""
 
     principal: Principal
     route: Route | None
     policy: Policy | None
-    client: str  # the original caller's address
-    forwarded_by: str = ""  # the follower that forwarded it, when one did
+    peer: Any  # the ASGI scope's `client`: (host, port) of the connection
     claim: Claim | None = None
 
+    @property
+    def client(self) -> str:
+        """The original caller's address (the follower saw it, for a forwarded write)."""
+        return self.claim.client if self.claim is not None else _address(self.peer)
+
+    @property
+    def forwarded_by(self) -> str:
+        """The follower that forwarded the request, when one did."""
+        return self.claim.forwarded_by if self.claim is not None else ""
 
 
 def resource_of(route: Route) -> str:
@@ -76,13 +86,20 @@ def resource_of(route: Route) -> str:
 class Guard:
     def __init__(self, authenticator: Authenticator, rules: WatchedFile[Rules] | None,
                  roles: frozenset[str] | None, skip_paths: frozenset[str], forwarded: ForwardedIdentity,
-                 subjects_of_id: Callable[[int], list[str]]) -> None:
+                 subjects_of_id: Callable[[int], list[str]], log_position: Callable[[], int]) -> None:
+        """`subjects_of_id` names the subjects using a schema id; `log_position` is the
+        applied log's position, which they cannot change without."""
         self._authenticator = authenticator
         self._rules = rules
         self._roles = roles
         self._skip_paths = skip_paths
         self.forwarded = forwarded
         self._subjects_of_id = subjects_of_id
+        self._log_position = log_position
+        # Decisions on schema ids, each with the log position and rules it was made
+        # under: the fast path's read is then one dict read. (The subjects using an id
+        # change only with the applied log: the cache is a function of it.)
+        self._id_decisions: dict[tuple[Principal, Operation, str], tuple[int, Rules, bool]] = {}
 
     @property
     def rules(self) -> WatchedFile[Rules] | None:
@@ -101,9 +118,9 @@ class Guard:
 
     async def admit(self, scope: dict[str, Any], method: str, path: str, route: Route | None) -> Access:
         """The request's access, or Denied. Never blocks the event loop."""
-        client = _address(scope.get("client"))
+        peer = scope.get("client")
         if path in self._skip_paths:
-            return Access(ANONYMOUS, route, None, client)
+            return Access(ANONYMOUS, route, None, peer)
         try:
             claim = self.forwarded.claim(scope)
         except Untrusted as exc:
@@ -115,11 +132,10 @@ class Guard:
                 principal = await self._authenticator.authenticate(scope)
             except Unauthenticated as exc:
                 raise Denied(401, exc.message, "unauthenticated", exc.challenge) from None
-        access = Access(principal, route, None, claim.client if claim else client,
-                        claim.forwarded_by if claim else "", claim)
+        access = Access(principal, route, None, peer, claim)
         if route is None:
             return access  # no route: Flask answers 404 or 405, nothing runs
-        policy = policy_for(route.endpoint, method)
+        policy = access.policy = policy_for(route.endpoint, method)
         if policy is None:
             raise Denied(403, f"Forbidden: no authorization policy covers {method} {route.endpoint}",
                          "unmapped_route", access=access)
@@ -129,7 +145,7 @@ class Guard:
                          "role", access=access)
         if not self._allowed(principal, policy.operation, policy.target, route):
             raise Denied(403, _denial(principal, policy.operation, route), "forbidden", access=access)
-        return Access(principal, route, policy, access.client, access.forwarded_by, claim)
+        return access
 
     def admit_body(self, access: Access, method: str, raw_uri: str, body: bytes) -> None:
         """Raise Denied unless the body keeps the request admitted: a forwarded identity's
@@ -167,13 +183,22 @@ class Guard:
             return rules.allows(principal, operation, None)
         if target is Target.SUBJECT:
             return rules.allows(principal, operation, route.arguments.get(SUBJECT_ARGUMENT))
-        text = str(route.arguments.get(SCHEMA_ID_ARGUMENT, ""))
+        text = route.arguments.get(SCHEMA_ID_ARGUMENT, "")
         if not text.isascii() or not text.isdigit() or len(text) > 10:
             return True  # not an id: the view answers 4xx, and shows nothing
+        position = self._log_position()
+        key = (principal, operation, text)
+        known = self._id_decisions.get(key)
+        if known is not None and known[0] == position and known[1] is rules:
+            return known[2]
         subjects = self._subjects_of_id(int(text))
         # An id no subject uses (unknown, or all its versions deleted for good) is for global readers.
-        return rules.allows_any(principal, operation, subjects) if subjects else \
+        decided = rules.allows_any(principal, operation, subjects) if subjects else \
             rules.allows(principal, operation, None)
+        if len(self._id_decisions) >= _ID_DECISIONS:
+            self._id_decisions.clear()
+        self._id_decisions[key] = (position, rules, decided)
+        return decided
 
 
 def _denial(principal: Principal, operation: Operation, route: Route) -> str:
@@ -207,7 +232,8 @@ def check_files(settings: Settings) -> None:
                 raise ConfigError(f"{what} {path}: {exc}") from None
 
 
-def build_guard(settings: Settings, subjects_of_id: Callable[[int], list[str]]) -> Guard | None:
+def build_guard(settings: Settings, subjects_of_id: Callable[[int], list[str]],
+                log_position: Callable[[], int]) -> Guard | None:
     """The guard the settings describe, or None when there is nothing to guard (no
     authentication, no rules, no forwarded identities). Raises ConfigError for files
     it cannot use."""
@@ -224,4 +250,5 @@ def build_guard(settings: Settings, subjects_of_id: Callable[[int], list[str]]) 
     # Followers send the caller's identity when the leader can believe it: signed with
     # the shared secret, or over mTLS between member nodes.
     forwarded = ForwardedIdentity(secret, members, certificates, signs=bool(secret or members))
-    return Guard(authenticator, rules, authentication.roles, authentication.skip_paths, forwarded, subjects_of_id)
+    return Guard(authenticator, rules, authentication.roles, authentication.skip_paths, forwarded, subjects_of_id,
+                 log_position)

@@ -12,6 +12,10 @@ class Operation(enum.Enum):
     MODE = "mode"  # set or delete a mode
     IMPORT = "import"  # register with an explicit id or version (IMPORT mode)
 
+    # Members are singletons and compare by identity: hash them so, in C. (Enum's own
+    # __hash__ is Python code hashing the name, a measurable share of a memoised decision.)
+    __hash__ = object.__hash__
+
 
 # Operations that change the registry: each one is audited, accepted or denied.
 CHANGES = frozenset({Operation.WRITE, Operation.DELETE, Operation.CONFIG, Operation.MODE, Operation.IMPORT})

@@ -1,7 +1,7 @@
 """Who is calling: the principal an authenticated request acts as."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,8 +15,16 @@ class Principal:
     """
 
     name: str
-    method: str  # BASIC, BEARER, CERTIFICATE, ANONYMOUS, or FORWARDED:<method>
+    method: str  # BASIC, BEARER, CERTIFICATE or ANONYMOUS
     roles: frozenset[str] = frozenset()
+    # Principals key the decisions memoised on every request: hash once.
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.name, self.method, self.roles)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "method": self.method, "roles": sorted(self.roles)}

@@ -42,6 +42,7 @@ _KARAPACE = {"Read": frozenset({Operation.READ}),
              "Write": frozenset({Operation.READ, Operation.WRITE, Operation.DELETE, Operation.CONFIG,
                                  Operation.MODE})}
 _SELECTORS = ("subject", "subject_prefix", "subject_regex")
+_DECISIONS = 100_000
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,10 @@ class Rules:
         self._by_principal = by_principal
         self._by_group = by_group
         self._anyone = anyone
+        # Decisions made, by (principal, operation, subject): one dict read instead of
+        # walking rules and regexes on every request. Lives as long as these rules do (a
+        # reload makes new Rules); emptied when it grows past its bound.
+        self._decisions: dict[tuple[Principal, Operation, str | None], bool] = {}
 
     def _rules_of(self, principal: Principal) -> list[Rule]:
         found = self._by_principal.get(principal.name, [])
@@ -70,6 +75,16 @@ class Rules:
 
     def allows(self, principal: Principal, operation: Operation, subject: str | None) -> bool:
         """Whether some rule grants `operation` on `subject` (None: the registry as a whole)."""
+        key = (principal, operation, subject)
+        decided = self._decisions.get(key)
+        if decided is None:
+            decided = self._decide(principal, operation, subject)
+            if len(self._decisions) >= _DECISIONS:
+                self._decisions.clear()
+            self._decisions[key] = decided
+        return decided
+
+    def _decide(self, principal: Principal, operation: Operation, subject: str | None) -> bool:
         for rule in self._rules_of(principal):
             if operation not in rule.operations:
                 continue
@@ -81,7 +96,10 @@ class Rules:
         return False
 
     def allows_any(self, principal: Principal, operation: Operation, subjects: list[str]) -> bool:
-        return any(self.allows(principal, operation, s) for s in subjects)
+        for subject in subjects:
+            if self.allows(principal, operation, subject):
+                return True
+        return False
 
 
 def parse_rules(data: bytes) -> Rules:
