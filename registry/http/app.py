@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote
 
 from registry import errors
 from registry.audit import AuditLog
-from registry.http.asgi import AsgiBridge, FrontDoor, Limits
+from registry.http.asgi import ENDPOINT_KEY, AsgiBridge, FrontDoor, Limits
 from registry.http.bodies import error_response, json_response
 from registry.http.context import (
     DESCRIPTION_EXTENSION,
@@ -109,6 +109,11 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
     app.extensions[GUARD_EXTENSION] = guard_
     app.extensions[METRICS_EXTENSION] = metrics_
     app.extensions[DESCRIPTION_EXTENSION] = describe(app.url_map)
+
+    @app.before_request
+    def _label() -> None:
+        # First: the bridge counts the request under this endpoint, whatever follows.
+        request.environ[ENDPOINT_KEY] = request.endpoint
 
     @app.before_request
     def _require_ready() -> None:
