@@ -172,8 +172,15 @@ class AsgiBridge:
         guard = self._door.guard
         if fast_id is not None:
             exchange.endpoint = fast_path_module.ENDPOINT
+            # With a guard, a reader it remembers admitting is answered here at once;
+            # any other goes the whole way in below.
+            tried = guard is None or guard.admits_remembered_read(scope["headers"], fast_id)
+            if tried and await self._answer_fast(fast_id, send, exchange):
+                return
             if guard is not None or self._door.audit is not None:
                 exchange.route = Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: fast_id})
+            if tried:
+                fast_id = None  # not ready, or an unknown id: Flask answers
         elif self._routed:
             assert self._door.router is not None
             exchange.route = route = self._door.router.match(method, path)
@@ -185,13 +192,7 @@ class AsgiBridge:
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None
-        if fast_id is not None:
-            body = self._fast_path.body(fast_id)
-            if body is not None:
-                exchange.status = 200
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+            if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
                 return
         request_body = await self._read_body(scope, receive, held)
         environ = self._environ(scope, path, request_body)
@@ -215,6 +216,17 @@ class AsgiBridge:
         exchange.endpoint = environ.get(ENDPOINT_KEY) or exchange.endpoint
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": response_body})
+
+    async def _answer_fast(self, schema_id: str, send: Any, exchange: _Exchange) -> bool:
+        """Answer from the fast path; False when it has no answer (Flask gives one)."""
+        body = self._fast_path.body(schema_id)
+        if body is None:
+            return False
+        exchange.status = 200
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        return True
 
     def _audit(self, scope: dict[str, Any], exchange: _Exchange) -> None:
         """One audit line if the request was a change (accepted, denied or failed)."""

@@ -399,3 +399,21 @@ def test_metrics_count_requests_and_rejections(secured: NodeClient):
     assert 'schema_registry_http_requests_total{method="POST",route="subjects.register",status="403"}' in text
     assert 'schema_registry_http_request_duration_seconds_count{method="GET",route="schemas.get_schema"}' in text
     assert 'schema_registry_versions{schema_type="AVRO"}' in text and "schema_registry_leader 1.0" in text
+
+
+def test_remembered_fast_path_decisions_follow_the_log_and_the_rules(files: dict[str, Path]):
+    rules = files["dir"] / "shortcut-rules.json"
+    rules.write_text(json.dumps(RULES))
+    with NodeClient(**{"authentication.method": "BASIC", "authentication.users.file": str(files["users"]),
+                       "authorization.rules.file": str(rules)}) as client:
+        schema_id = register(client, "team-b.short", schema_of("short"))
+        for _ in range(2):  # the second read is answered from what the first one remembered
+            assert_refused(client.get(f"/schemas/ids/{schema_id}", headers=basic("alice")), 403, "not hers yet")
+            assert client.get(f"/schemas/ids/{schema_id}", headers=basic("bob")).status == 200
+        register(client, "team-a.short", schema_of("short"))  # the same id, now under alice's subject too
+        assert client.get(f"/schemas/ids/{schema_id}", headers=basic("alice")).status == 200, \
+            "a decision made before the log moved is not reused"
+        rules.write_text(json.dumps({"rules": RULES["rules"][2:]}))  # bob and alice lose their rules
+        wait_for(lambda: client.get(f"/schemas/ids/{schema_id}", headers=basic("bob")).status == 403,
+                 "the new rules to revoke a remembered decision")
+        assert_refused(client.get(f"/schemas/ids/{schema_id}", headers=basic("alice")), 403, "revoked")

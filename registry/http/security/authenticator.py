@@ -132,6 +132,11 @@ class Authenticator:
             self._verified.clear()
             self._rejected.clear()
 
+    def remembered(self, header: bytes) -> Principal | None:
+        """The principal of an Authorization header verified recently, else None. Never
+        blocks: the id fast path's shortcut (`Guard.admits_remembered_read`)."""
+        return self._verified.get(hashlib.blake2b(header, key=self._hash_key, digest_size=20).digest())
+
     async def authenticate(self, scope: dict[str, Any]) -> Principal:
         """The caller's principal. Raises Unauthenticated. Never blocks the event loop."""
         if not self.required:
