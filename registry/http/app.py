@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import logging
 
+from typing import Any
+
 from flask import Flask, Response, request
+from flask.ctx import RequestContext
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter, Map
 from urllib.parse import quote, unquote
@@ -37,7 +40,7 @@ from registry.http.forward import FORWARD_HEADER, Forwarder
 from registry.http.metrics import NodeMetrics
 from registry.http.openapi import describe
 from registry.http.routes import BLUEPRINTS
-from registry.http.routing import Router
+from registry.http.routing import ROUTE_KEY, Router
 from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
 from registry.http.security.tls import client_context
 from registry.node import Node
@@ -147,11 +150,28 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
     return app
 
 
+class _Prerouted(RequestContext):
+    """Takes the route the bridge matched before dispatch (ROUTE_KEY) instead of matching
+    again; Flask documents `match_request` as the hook for this."""
+
+    def match_request(self) -> None:
+        routed = self.request.environ.get(ROUTE_KEY)
+        if routed is None:
+            super().match_request()
+        else:
+            self.request.url_rule, self.request.view_args = routed
+
+
+class _RegistryFlask(Flask):
+    def request_context(self, environ: dict[str, Any]) -> RequestContext:
+        return _Prerouted(self, environ)
+
+
 def _routed_app() -> Flask:
     """A Flask app with every route and nothing else (no node): what `create_app`
     builds on, and what `route_map` describes."""
     # No static folder: Flask would otherwise serve /static/<path> (nothing, but a route).
-    app = Flask("registry", static_folder=None)
+    app = _RegistryFlask("registry", static_folder=None)
     app.url_map.converters["subject"] = SubjectConverter
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one

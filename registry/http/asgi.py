@@ -33,7 +33,7 @@ from registry.http import fast_path as fast_path_module
 from registry.http.bodies import CONTENT_TYPE
 from registry.http.fast_path import SchemaByIdFastPath
 from registry.http.metrics import RequestStats
-from registry.http.routing import Route, Router
+from registry.http.routing import ROUTE_KEY, Route, Router
 from registry.http.security.guard import ACCESS_KEY, Access, Denied, Guard, resource_of
 from registry.http.security.operations import CHANGES
 from registry.http.security.policy import policy_for
@@ -205,6 +205,8 @@ class AsgiBridge:
                 raise _refusal(denied) from None
             environ[ACCESS_KEY] = exchange.access
         route = exchange.route
+        if route is not None and route.rule is not None:
+            environ[ROUTE_KEY] = (route.rule, dict(route.arguments))  # Flask routes no more
         if method in _NEVER_BLOCK and (route is None or route.endpoint not in self._door.off_loop):
             # Reads only look at the in-memory cache and never wait on the log, so they
             # run here; a hand-off to a thread would cost more than the read itself.
