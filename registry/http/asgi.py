@@ -9,6 +9,13 @@ Flask routes on the path exactly as the client sent it (still percent-encoded, i
 `PATH_INFO`); the subject converter decodes each segment. The original request
 target is also in `RAW_URI`, for forwarding.
 
+Around dispatch (`FrontDoor`) is the one way in for what every request shares,
+whichever listener it came by and whether the fast path or Flask answers it: the route
+(matched once, by Flask's own URL map, and handed to Flask), authentication and
+authorization (`security.guard`, before any body is read), request metrics and the
+audit log. A reader the guard remembers admitting reaches the fast path with three
+dict reads (`Guard.admits_remembered_read`).
+
 Hand-written because the general bridges (asgiref, a2wsgi) measured 3x slower here
 (bench/wsgi_servers.py: uvicorn+a2wsgi 2,085 req/s) and cannot put the fast path on
 the event loop.
