@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down docker-engine docker-engine-stop bench bench-spark clean
+.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -27,7 +27,7 @@ run: install
 	$(BIN)/schema-registry serve $(CONFIG)
 
 ## test: install what the tests need, fetch Kafka and ZooKeeper, run every test
-test: $(TEST_STAMP) infra-fetch
+test: $(TEST_STAMP) infra-fetch js-fetch
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
 test-unit: $(TEST_STAMP)
@@ -81,6 +81,12 @@ test: interop-deps
 ## infra-fetch also puts Spark's Kafka and Avro connector jars in .infra/jars/spark
 infra-fetch:
 	python3 -m infra fetch
+
+## js-fetch: the JavaScript client the API tests drive (tests/api/js, pinned by its lock file)
+js-fetch: tests/api/js/node_modules/.package-lock.json
+
+tests/api/js/node_modules/.package-lock.json: tests/api/js/package.json tests/api/js/package-lock.json
+	cd tests/api/js && npm ci --no-audit --no-fund --ignore-scripts
 
 infra-up: infra-fetch
 	python3 -m infra up

@@ -12,12 +12,22 @@ Confluent's published figure for the same test on 2 CPUs (Apicurio issue #9887) 
 Memory: RSS of the registry (supervisor + worker) with 10,000 schemas, next to an
 empty registry, both measured in this run.
 
+`--security` measures instead what authentication, authorization and metrics cost on
+both reads, every configuration served at once and measured in turns (round-robin, so
+the machine's noise falls on all alike): nothing on; metrics on (the default); metrics
+and HTTP Basic with an authorization rules file; the same over the https listener
+(`registry.http.listener`: Python's ssl and h11, no client certificate) next to a plain
+http listener served by the same code, which separates TLS from the HTTP layer.
+
 Needs wrk (`apt-get install -y wrk`). Usage: python bench/read_throughput.py [--runs 3]
-[--duration 10] [--threads 1,2,8,32]
+[--duration 10] [--threads 1,2,8,32] [--security]
 """
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -57,9 +67,10 @@ end
 """
 
 
-def wrk(url: str, duration: int, script: Path) -> tuple[float, float]:
+def wrk(url: str, duration: int, script: Path, headers: tuple[str, ...] = ()) -> tuple[float, float]:
     """One wrk run: (requests per second, p99 latency in ms)."""
-    out = subprocess.run(["wrk", "-t2", "-c100", f"-d{duration}s", "--latency", "-s", str(script), url],
+    out = subprocess.run(["wrk", "-t2", "-c100", f"-d{duration}s", "--latency", "-s", str(script),
+                          *(a for h in headers for a in ("-H", h)), url],
                          capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in out or "Socket errors" in out:
         raise RuntimeError(f"wrk saw errors:\n{out}")
@@ -114,6 +125,69 @@ def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float
         shutil.rmtree(work, ignore_errors=True)
 
 
+def security(runs: int, duration: int) -> None:
+    """What authentication, authorization and metrics cost, on the fast path and through Flask."""
+    sys.path.insert(0, str(ROOT))
+    from registry.http.security.passwords import users_file_line
+    from tests.pki import Pki
+
+    work = Path(tempfile.mkdtemp())
+    try:
+        (work / "ids.lua").write_text(LUA)
+        (work / "latest.lua").write_text(LATEST_LUA)
+        users = work / "users.properties"
+        users.write_text(users_file_line("reader", "reader-pw") + "\n")  # the default argon2 cost
+        rules = work / "rules.json"
+        rules.write_text(json.dumps({"rules": [
+            {"principal": "reader", "operations": ["read"], "subject_prefix": "subject-"}]}))
+        server_cert = Pki(work / "pki").issue("registry")
+        basic = ("Authorization: Basic " + base64.b64encode(b"reader:reader-pw").decode(),)
+        secured = {"SCHEMA_REGISTRY_AUTHENTICATION_METHOD": "BASIC",
+                   "SCHEMA_REGISTRY_AUTHENTICATION_USERS_FILE": str(users),
+                   "SCHEMA_REGISTRY_AUTHORIZATION_RULES_FILE": str(rules)}
+        off = {"SCHEMA_REGISTRY_METRICS_ENABLED": "false"}
+        tls = {"SCHEMA_REGISTRY_SSL_KEYSTORE_LOCATION": str(server_cert.pem_bundle())}
+        configs = [  # name, env, headers, listener: granian, h11 (plain http beside it) or https
+            ("no auth, no metrics", off, (), "granian"),
+            ("metrics (default)", {}, (), "granian"),
+            ("metrics + Basic + rules", secured, basic, "granian"),
+            ("h11 listener, http, metrics + Basic + rules", {**secured, **tls}, basic, "h11"),
+            ("h11 listener, https, metrics + Basic + rules", {**secured, **tls}, basic, "https"),
+        ]
+        with contextlib.ExitStack() as stack:
+            servers = []
+            for index, (name, env, headers, listener) in enumerate(configs):
+                data = work / f"data-{index}"
+                data.mkdir()
+                prefill(data, 1000)
+                extra_port = free_port()
+                extra = {"granian": "", "h11": f"http://127.0.0.1:{extra_port}",
+                         "https": f"https://127.0.0.1:{extra_port}"}[listener]
+                url, _ = stack.enter_context(registry(data, {**env, "SCHEMA_REGISTRY_SERVER_THREADS": "32"},
+                                                      extra_listeners=extra))
+                if listener != "granian":
+                    url = f"{'https' if listener == 'https' else 'http'}://127.0.0.1:{extra_port}"
+                servers.append((name, url, headers))
+            results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+            for script in ("ids.lua", "latest.lua"):
+                for name, url, headers in servers:
+                    wrk(url, 2, work / script, headers)  # warm-up (and the first argon2 check)
+                for _ in range(runs):
+                    for name, url, headers in servers:
+                        results.setdefault((name, script), []).append(wrk(url, duration, work / script, headers))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for script, title in (("ids.lua", "GET /schemas/ids/{id} (fast path)"),
+                          ("latest.lua", "GET /subjects/{s}/versions/latest (Flask)")):
+        print(f"\n{title}: 1,000 schemas, wrk -t2 -c100, {runs} x {duration}s round-robin, median")
+        print(f"{'configuration':48} {'req/s':>8} {'p99 ms':>8}  vs first  runs")
+        base = statistics.median(r[0] for r in results[(configs[0][0], script)])
+        for name, *_ in configs:
+            each = results[(name, script)]
+            rps, p99 = statistics.median(r[0] for r in each), statistics.median(r[1] for r in each)
+            print(f"{name:48} {rps:8.0f} {p99:8.1f}  {rps / base:7.2f}x  {', '.join(f'{r[0]:.0f}' for r in each)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -121,9 +195,14 @@ def main() -> None:
     parser.add_argument("--threads", default="32", help="server.threads values to try, comma-separated")
     parser.add_argument("--before", type=Path,
                         help="also measure this checkout (its .venv/bin/schema-registry), alternating runs with ours")
+    parser.add_argument("--security", action="store_true",
+                        help="measure the cost of authentication, authorization and metrics instead")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install -y wrk")
+    if args.security:
+        security(args.runs, args.duration)
+        return
     work = Path(tempfile.mkdtemp())
     script = work / "ids.lua"
     script.write_text(LUA)

@@ -73,11 +73,13 @@ def rss_kib(pid: int) -> int:
 
 @contextmanager
 def registry(data_dir: Path, env: dict[str, str] | None = None, ready_timeout: float = 60,
-             cli: Path = CLI) -> Iterator[tuple[str, int]]:
+             cli: Path = CLI, extra_listeners: str = "") -> Iterator[tuple[str, int]]:
     """Run `schema-registry serve` (this checkout's, or `cli`: another checkout's, to compare
-    before and after in one run) on a free loopback port; yield (url, pid). Always stops it."""
+    before and after in one run) on a free loopback port (and `extra_listeners`, a
+    comma-separated list); yield (url, pid). Always stops it."""
     port = free_port()
-    environ = dict(os.environ, SCHEMA_REGISTRY_LISTENERS=f"http://127.0.0.1:{port}",
+    listeners = ",".join([f"http://127.0.0.1:{port}", *([extra_listeners] if extra_listeners else [])])
+    environ = dict(os.environ, SCHEMA_REGISTRY_LISTENERS=listeners,
                    SCHEMA_REGISTRY_EMBEDDED_STORE_PATH=str(data_dir), **(env or {}))
     proc = subprocess.Popen([str(cli), "serve", "--log-level", "WARNING"], env=environ,
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -335,18 +335,36 @@ class ZooKeeperServer(JavaServer):
     # 1 s sessions (min = 2 ticks) to see leader failover quickly.
     tick_ms = 500
 
+    def __init__(self, workdir: Path | str, *, secure: bool = False, extra_config: dict[str, str] | None = None,
+                 jvm_options: list[str] | None = None, **kwargs: Any) -> None:
+        """``secure`` adds a TLS client port (``secure_connect``) served by Netty; its
+        ``ssl.*`` settings go in ``extra_config`` (zoo.cfg lines), with ``jvm_options``
+        for what only system properties set (a JAAS file for SASL, say)."""
+        super().__init__(workdir, **kwargs)
+        self.secure = secure
+        self.secure_port = 0
+        self.extra_config = dict(extra_config or {})
+        self.jvm_options = list(jvm_options or [])
+
     @property
     def connect(self) -> str:
         return self.endpoint
 
+    @property
+    def secure_connect(self) -> str:
+        return f"{HOST}:{self.secure_port}"
+
     def _ports(self) -> dict[str, int]:
-        return {"port": self.port}
+        return {"port": self.port, **({"secure_port": self.secure_port} if self.secure else {})}
 
     def _set_ports(self, ports: dict[str, int]) -> None:
         self.port = ports.get("port", 0)
+        self.secure_port = ports.get("secure_port", 0)
 
     def _choose_ports(self) -> None:
         self.port = free_port()
+        if self.secure:
+            self.secure_port = free_port({self.port})
 
     def _prepare(self) -> list[str]:
         data = self.home / "data"
@@ -365,6 +383,10 @@ class ZooKeeperServer(JavaServer):
                 "4lw.commands.whitelist=ruok,srvr,stat,mntr,conf,cons",
                 # Throwaway dev/test data: skip the fsync per transaction.
                 "forceSync=no",
+                *([f"secureClientPort={self.secure_port}", f"secureClientPortAddress={HOST}",
+                   "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"]
+                  if self.secure else []),
+                *(f"{k}={v}" for k, v in self.extra_config.items()),
                 "",
             ])
         )
@@ -386,6 +408,7 @@ class ZooKeeperServer(JavaServer):
             f"-Dlogback.configurationFile={logback}",
             "-Dzookeeper.forceSync=no",
             "-Dzookeeper.admin.enableServer=false",
+            *self.jvm_options,
             self.main_class,
             str(cfg),
         ]
@@ -431,26 +454,44 @@ class KafkaServer(JavaServer):
     start_timeout = 90.0
     node_id = 1
 
-    def __init__(self, workdir: Path | str, **kwargs: Any) -> None:
+    def __init__(self, workdir: Path | str, *, extra_listeners: dict[str, str] | None = None,
+                 extra_config: dict[str, str] | None = None, **kwargs: Any) -> None:
+        """``extra_listeners`` maps listener names to security protocols (``{"SASL_SSL":
+        "SASL_SSL"}``): each gets a port of its own (``listener_port(name)``), beside the
+        PLAINTEXT one the probe and the inter-broker traffic use. Their settings
+        (``listener.name.<name>.*``) go in ``extra_config``."""
         super().__init__(workdir, **kwargs)
         self.controller_port = 0
         self.cluster_id = ""
-        self.extra_config: dict[str, str] = {}
+        self.extra_listeners = dict(extra_listeners or {})
+        self.extra_ports: dict[str, int] = {}
+        self.extra_config: dict[str, str] = dict(extra_config or {})
 
     @property
     def bootstrap(self) -> str:
         return self.endpoint
 
+    def listener_port(self, name: str) -> int:
+        return self.extra_ports[name]
+
     def _ports(self) -> dict[str, int]:
-        return {"port": self.port, "controller_port": self.controller_port}
+        return {"port": self.port, "controller_port": self.controller_port,
+                **{f"{name.lower()}_port": port for name, port in self.extra_ports.items()}}
 
     def _set_ports(self, ports: dict[str, int]) -> None:
         self.port = ports.get("port", 0)
         self.controller_port = ports.get("controller_port", 0)
+        self.extra_ports = {name: ports[f"{name.lower()}_port"] for name in self.extra_listeners
+                            if f"{name.lower()}_port" in ports}
 
     def _choose_ports(self) -> None:
         self.port = free_port()
         self.controller_port = free_port({self.port})
+        taken = {self.port, self.controller_port}
+        self.extra_ports = {}
+        for name in self.extra_listeners:
+            self.extra_ports[name] = free_port(taken)
+            taken.add(self.extra_ports[name])
 
     def _extra_state(self) -> dict[str, Any]:
         return {"cluster_id": self.cluster_id}
@@ -466,11 +507,14 @@ class KafkaServer(JavaServer):
             # A static one-voter quorum: no --standalone / dynamic-quorum bootstrap
             # needed at format time, and the node can come back on another port.
             "controller.quorum.voters": f"{self.node_id}@{HOST}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": ",".join([f"PLAINTEXT://{HOST}:{self.port}", f"CONTROLLER://{HOST}:{self.controller_port}",
+                                   *(f"{n}://{HOST}:{p}" for n, p in self.extra_ports.items())]),
+            "advertised.listeners": ",".join([f"PLAINTEXT://{HOST}:{self.port}",
+                                              *(f"{n}://{HOST}:{p}" for n, p in self.extra_ports.items())]),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT",
+                                                        *(f"{n}:{p}" for n, p in self.extra_listeners.items())]),
             "log.dirs": str(data),
             "num.partitions": "1",
             "default.replication.factor": "1",

@@ -1,8 +1,14 @@
-"""`schema-registry serve`: run one registry node until SIGTERM or SIGINT."""
+"""`schema-registry serve`: run one registry node until SIGTERM or SIGINT.
+
+Also `schema-registry hash-password` (a users-file line for HTTP Basic) and
+`schema-registry openapi` (the API description, as /openapi.json serves it).
+"""
 from __future__ import annotations
 
 import argparse
+import getpass
 import importlib.util
+import json
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -32,12 +38,28 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("-D", "--property", action="append", default=[], metavar="KEY=VALUE",
                        help="override one property (after the file and the environment)")
     serve.add_argument("--log-level", default="INFO")
+    hashing = commands.add_parser(
+        "hash-password", help="print a users-file line (authentication.users.file) with a salted argon2id hash",
+        description="The password is read from standard input when it is not a terminal, else asked for twice.")
+    hashing.add_argument("user", help="the user name")
+    hashing.add_argument("--roles", default="", help="comma-separated roles (Group:<role> in authorization rules)")
+    hashing.add_argument("--time-cost", type=int, default=None, help="argon2 passes (default 2)")
+    hashing.add_argument("--memory-kib", type=int, default=None, help="argon2 memory in KiB (default 19456)")
+    commands.add_parser("openapi", help="print the API description (docs/openapi.json)")
     args = parser.parse_args(argv)
     missing = missing_server_modules()
     if missing:
-        print(f"schema-registry: serve needs the `server` extra, which is not installed (missing "
+        print(f"schema-registry: {args.command} needs the `server` extra, which is not installed (missing "
               f"{', '.join(missing)}): pip install 'schema-registry-py[server]'", file=sys.stderr)
         return 2
+    if args.command == "hash-password":
+        return _hash_password(args)
+    if args.command == "openapi":
+        from registry.http.app import route_map
+        from registry.http.openapi import describe
+
+        print(json.dumps(describe(route_map()), indent=2, sort_keys=True))
+        return 0
     from registry.settings import ConfigError, load_settings
 
     logging.basicConfig(level=args.log_level.upper(),
@@ -52,6 +74,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"schema-registry: configuration error: {exc}", file=sys.stderr)
         return 2
     return run(settings)
+
+
+def _hash_password(args: argparse.Namespace) -> int:
+    from registry.http.security import passwords
+
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"password for {args.user}: ")
+        if getpass.getpass("again: ") != password:
+            print("schema-registry: the two passwords differ", file=sys.stderr)
+            return 2
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        print("schema-registry: empty password", file=sys.stderr)
+        return 2
+    cost = {k: v for k, v in (("time_cost", args.time_cost), ("memory_kib", args.memory_kib)) if v is not None}
+    roles = [r.strip() for r in args.roles.split(",") if r.strip()]
+    print(passwords.users_file_line(args.user, password, roles, **cost))
+    return 0
 
 
 def run(settings: Settings) -> int:

@@ -46,6 +46,7 @@ class LeaderGate:
         self._writer = writer
         self._elector = elector
         self._closed = threading.Event()
+        self.elections = 0  # terms of office this node has taken (metrics)
         # The leader re-states keys whose newest record was dropped (a deposed leader's
         # late append) even when no write comes, before compaction can act on them.
         self._repairer = threading.Thread(target=self._repair_while_open, name="leader-repair", daemon=True)
@@ -64,6 +65,7 @@ class LeaderGate:
         Raises (and so gives up the claim, see `Elector`) when the log cannot take it.
         """
         self._writer.take_office(self._elector.identity.url)
+        self.elections += 1
         self._writer.repair_misplaced()
 
     def on_demoted(self) -> None:

@@ -24,6 +24,7 @@ from registry.modes import Mode
 from registry.associations import Associations
 from registry.service import RegistryService
 from registry.settings import Settings
+from registry.zookeeper_options import kazoo_options
 from store.cache import Cache
 from store.log import Log
 from store.reader import LogReader
@@ -130,7 +131,8 @@ def build_elector(settings: Settings, identity: LeaderIdentity) -> Elector:
 
         return ZooKeeperElector(identity, settings.zookeeper_connect, eligible=settings.leader_eligible,
                                 root=settings.zookeeper_root,
-                                session_timeout=timeout_ms / 1000)
+                                session_timeout=timeout_ms / 1000,
+                                client_options=kazoo_options(settings.zookeeper_security))
     from election.kafka_group import KafkaGroupElector
     from store.kafka_config import KafkaLogConfig
 

@@ -6,6 +6,7 @@ over: a Java-style `.properties` file, overridden by `SCHEMA_REGISTRY_<KEY>` var
 """
 from __future__ import annotations
 
+import enum
 import os
 import socket
 import struct
@@ -43,6 +44,44 @@ DEFAULTS: dict[str, str] = {
     "max.inflight.request.bytes": str(64 * 1024 * 1024),
     "request.body.timeout.ms": "30000",
     "server.threads": "8",
+    # Security and observability (README, "Securing the registry"). Confluent's names
+    # where Confluent has them: ssl.*, authentication.*, the listeners' schemes.
+    "ssl.keystore.location": "",
+    "ssl.keystore.type": "",  # empty: PKCS12 for .p12/.pfx files, else PEM
+    "ssl.keystore.password": "",
+    "ssl.key.password": "",
+    "ssl.truststore.location": "",
+    "ssl.truststore.type": "",
+    "ssl.truststore.password": "",
+    "ssl.client.authentication": "NONE",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.endpoint.identification.algorithm": "https",
+    "ssl.principal.mapping.rules": "DEFAULT",  # Kafka's syntax
+    "authentication.method": "NONE",
+    "authentication.realm": "SchemaRegistry",
+    "authentication.roles": "*",
+    "authentication.skip.paths": "/health,/ready",
+    "authentication.users.file": "",
+    "authentication.cache.ttl.ms": "60000",
+    "oauthbearer.jwks.endpoint.url": "",
+    "oauthbearer.jwks.endpoint.refresh.ms": "3600000",
+    "oauthbearer.expected.issuer": "",
+    "oauthbearer.expected.audience": "",
+    "oauthbearer.sub.claim.name": "sub",
+    "oauthbearer.groups.claim.name": "groups",
+    "oauthbearer.clock.skew.seconds": "30",
+    "authorization.rules.file": "",
+    "inter.instance.secret": "",
+    "inter.instance.principals": "",
+    "audit.log.file": "",
+    "metrics.enabled": "true",
+    "zookeeper.ssl.client.enable": "false",
+    "zookeeper.ssl.keystore.location": "",
+    "zookeeper.ssl.keystore.password": "",
+    "zookeeper.ssl.truststore.location": "",
+    "zookeeper.ssl.endpoint.identification.algorithm": "https",
+    "zookeeper.sasl.mechanism": "DIGEST-MD5",
+    "zookeeper.sasl.jaas.config": "",
 }
 
 
@@ -58,17 +97,38 @@ class Settings:
         return self.properties.get(name, DEFAULTS.get(name, ""))
 
     @property
+    def listeners(self) -> list[Listener]:
+        """Every listener, in the order given: `http://` and `https://` may be mixed."""
+        found: list[Listener] = []
+        for item in self.get("listeners").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            parts = urlsplit(item if "://" in item else f"http://{item}")
+            if parts.scheme not in ("http", "https"):
+                raise ConfigError(f"listeners: only http and https are supported, got {item!r}")
+            try:
+                port = parts.port or 8081
+            except ValueError:
+                raise ConfigError(f"listeners: bad port in {item!r}") from None
+            listener = Listener(parts.scheme, parts.hostname or "0.0.0.0", port)
+            if any(other.port == port for other in found):
+                raise ConfigError(f"listeners: port {port} is given twice")
+            found.append(listener)
+        if not found:
+            raise ConfigError("listeners: none given")
+        if any(item.scheme == "https" for item in found) and not self.get("ssl.keystore.location").strip():
+            raise ConfigError("listeners: an https listener needs ssl.keystore.location")
+        return found
+
+    @property
     def listener(self) -> tuple[str, str, int]:
-        """(scheme, host, port) of the first listener."""
-        first = self.get("listeners").split(",")[0].strip()
-        parts = urlsplit(first if "://" in first else f"http://{first}")
-        if parts.scheme != "http":
-            raise ConfigError(f"listeners: only http is supported, got {first!r}")
-        try:
-            port = parts.port or 8081
-        except ValueError:
-            raise ConfigError(f"listeners: bad port in {first!r}") from None
-        return parts.scheme, parts.hostname or "0.0.0.0", port
+        """(scheme, host, port) of the listener other nodes reach this one at: the first
+        whose scheme is `inter.instance.protocol`, else the first."""
+        listeners = self.listeners
+        wanted = self.get("inter.instance.protocol").strip().lower() or "http"
+        chosen = next((item for item in listeners if item.scheme == wanted), listeners[0])
+        return chosen.scheme, chosen.host, chosen.port
 
     @property
     def compatibility_level(self) -> str:
@@ -181,6 +241,199 @@ class Settings:
         return {k[len(prefix):]: v for k, v in self.properties.items() if k.startswith(prefix)}
 
 
+    # ---- security and observability -------------------------------------------------
+
+    @property
+    def tls(self) -> TlsSettings:
+        """The `ssl.*` key material and policy: the https listeners', and the client side
+        of node-to-node calls."""
+        client_auth = self.get("ssl.client.authentication").strip().upper() or "NONE"
+        if self.get("ssl.client.auth").strip().lower() == "true":  # Confluent's older switch
+            client_auth = "REQUIRED"
+        if client_auth not in ClientAuth.__members__:
+            raise ConfigError(f"ssl.client.authentication: expected NONE, REQUESTED or REQUIRED, got {client_auth!r}")
+        protocols = tuple(p.strip() for p in self.get("ssl.enabled.protocols").split(",") if p.strip())
+        unknown = [p for p in protocols if p not in TLS_PROTOCOLS]
+        if unknown or not protocols:
+            raise ConfigError(f"ssl.enabled.protocols: expected some of {', '.join(TLS_PROTOCOLS)}, got "
+                              f"{self.get('ssl.enabled.protocols')!r}")
+        keystore = self.get("ssl.keystore.location").strip()
+        truststore = self.get("ssl.truststore.location").strip()
+        return TlsSettings(
+            keystore=_store(keystore, self.get("ssl.keystore.type"), self.get("ssl.keystore.password"),
+                            "ssl.keystore.type"),
+            key_password=self.get("ssl.key.password") or self.get("ssl.keystore.password"),
+            truststore=_store(truststore, self.get("ssl.truststore.type"), self.get("ssl.truststore.password"),
+                              "ssl.truststore.type"),
+            client_auth=ClientAuth[client_auth],
+            protocols=protocols,
+            check_hostname=self.get("ssl.endpoint.identification.algorithm").strip().lower() == "https",
+            principal_mapping_rules=self.get("ssl.principal.mapping.rules").strip() or "DEFAULT",
+        )
+
+    @property
+    def authentication(self) -> AuthenticationSettings:
+        methods = frozenset(m.strip().upper() for m in self.get("authentication.method").split(",") if m.strip())
+        methods -= {"NONE"}
+        unknown = methods - AUTHENTICATION_METHODS
+        if unknown:
+            raise ConfigError(f"authentication.method: unknown {', '.join(sorted(unknown))}; expected NONE or "
+                              f"some of {', '.join(sorted(AUTHENTICATION_METHODS))}")
+        users_file = self.get("authentication.users.file").strip()
+        if "BASIC" in methods and not users_file:
+            raise ConfigError("authentication.method=BASIC needs authentication.users.file")
+        jwks = self.get("oauthbearer.jwks.endpoint.url").strip()
+        if "BEARER" in methods and not jwks:
+            raise ConfigError("authentication.method=BEARER needs oauthbearer.jwks.endpoint.url")
+        if "CERTIFICATE" in methods and self.tls.client_auth is ClientAuth.NONE:
+            raise ConfigError("authentication.method=CERTIFICATE needs ssl.client.authentication "
+                              "REQUESTED or REQUIRED (and an https listener)")
+        roles = frozenset(r.strip() for r in self.get("authentication.roles").split(",") if r.strip())
+        return AuthenticationSettings(
+            methods=methods,
+            realm=self.get("authentication.realm"),
+            roles=None if not roles or "*" in roles else roles,
+            skip_paths=frozenset(p.strip() for p in self.get("authentication.skip.paths").split(",") if p.strip()),
+            users_file=users_file,
+            cache_ttl_seconds=self._positive_int("authentication.cache.ttl.ms") / 1000.0,
+            jwks=jwks,
+            jwks_refresh_seconds=self._positive_int("oauthbearer.jwks.endpoint.refresh.ms") / 1000.0,
+            issuer=self.get("oauthbearer.expected.issuer").strip(),
+            audiences=tuple(a.strip() for a in self.get("oauthbearer.expected.audience").split(",") if a.strip()),
+            subject_claim=self.get("oauthbearer.sub.claim.name").strip() or "sub",
+            groups_claim=self.get("oauthbearer.groups.claim.name").strip(),
+            clock_skew_seconds=self._non_negative_int("oauthbearer.clock.skew.seconds"),
+        )
+
+    @property
+    def authorization_rules_file(self) -> str:
+        """`authorization.rules.file`: per-principal rules; empty means every
+        authenticated caller may do everything."""
+        return self.get("authorization.rules.file").strip()
+
+    @property
+    def inter_instance_secret(self) -> bytes:
+        """The secret nodes sign forwarded identities with; empty: none."""
+        return self.get("inter.instance.secret").encode()
+
+    @property
+    def inter_instance_principals(self) -> frozenset[str]:
+        """Certificate principals of the cluster's own nodes (mTLS between nodes)."""
+        return frozenset(p.strip() for p in self.get("inter.instance.principals").split(";") if p.strip())
+
+    @property
+    def audit_log_file(self) -> str:
+        """Where audit lines go: a path, `stderr`, or empty for nowhere."""
+        return self.get("audit.log.file").strip()
+
+    @property
+    def metrics_enabled(self) -> bool:
+        return self.get("metrics.enabled").strip().lower() != "false"
+
+    @property
+    def zookeeper_security(self) -> ZooKeeperSecurity:
+        keystore = self.get("zookeeper.ssl.keystore.location").strip()
+        return ZooKeeperSecurity(
+            use_ssl=self.get("zookeeper.ssl.client.enable").strip().lower() == "true",
+            keystore=keystore,
+            keystore_password=self.get("zookeeper.ssl.keystore.password"),
+            truststore=self.get("zookeeper.ssl.truststore.location").strip(),
+            check_hostname=self.get("zookeeper.ssl.endpoint.identification.algorithm").strip().lower() == "https",
+            sasl_mechanism=self.get("zookeeper.sasl.mechanism").strip().upper() or "DIGEST-MD5",
+            sasl_jaas_config=self.get("zookeeper.sasl.jaas.config").strip(),
+        )
+
+    def _non_negative_int(self, name: str) -> int:
+        try:
+            value = int(self.get(name))
+        except ValueError:
+            raise ConfigError(f"{name}: not an integer: {self.get(name)!r}") from None
+        if value < 0:
+            raise ConfigError(f"{name}: must not be negative")
+        return value
+
+
+@dataclass(frozen=True)
+class Listener:
+    scheme: str  # http or https
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+
+class ClientAuth(enum.Enum):
+    """`ssl.client.authentication`: whether an https listener asks for a client certificate."""
+
+    NONE = "NONE"
+    REQUESTED = "REQUESTED"  # asked for; one that is sent must verify
+    REQUIRED = "REQUIRED"  # no certificate, no connection
+
+
+TLS_PROTOCOLS = ("TLSv1.2", "TLSv1.3")
+AUTHENTICATION_METHODS = frozenset({"BASIC", "BEARER", "CERTIFICATE"})
+
+
+@dataclass(frozen=True)
+class KeyStore:
+    location: str  # empty: none
+    type: str  # PEM or PKCS12
+    password: str = field(repr=False, default="")
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    keystore: KeyStore
+    key_password: str = field(repr=False)
+    truststore: KeyStore
+    client_auth: ClientAuth
+    protocols: tuple[str, ...]
+    check_hostname: bool  # node-to-node calls check the leader's name against its certificate
+    principal_mapping_rules: str
+
+
+@dataclass(frozen=True)
+class AuthenticationSettings:
+    methods: frozenset[str]  # empty: no authentication, every caller is ANONYMOUS
+    realm: str
+    roles: frozenset[str] | None  # None: any role
+    skip_paths: frozenset[str]
+    users_file: str
+    cache_ttl_seconds: float
+    jwks: str  # a URL or a file path
+    jwks_refresh_seconds: float
+    issuer: str
+    audiences: tuple[str, ...]
+    subject_claim: str
+    groups_claim: str
+    clock_skew_seconds: int
+
+
+@dataclass(frozen=True)
+class ZooKeeperSecurity:
+    use_ssl: bool
+    keystore: str  # PEM: certificate chain and key
+    keystore_password: str = field(repr=False)
+    truststore: str  # PEM CA certificates
+    check_hostname: bool
+    sasl_mechanism: str
+    sasl_jaas_config: str = field(repr=False)
+
+
+def _store(location: str, kind: str, password: str, name: str) -> KeyStore:
+    kind = kind.strip().upper()
+    if not kind:
+        kind = "PKCS12" if location.lower().endswith((".p12", ".pfx")) else "PEM"
+    if kind == "JKS":
+        raise ConfigError(f"{name}: JKS stores cannot be read here; convert with "
+                          "`keytool -importkeystore -deststoretype PKCS12` and use PKCS12")
+    if kind not in ("PEM", "PKCS12"):
+        raise ConfigError(f"{name}: expected PEM or PKCS12, got {kind!r}")
+    return KeyStore(location, kind, password)
+
+
 def load_settings(path: str | None = None, environ: Mapping[str, str] | None = None,
                   overrides: Mapping[str, str] | None = None) -> Settings:
     """Defaults, then the properties file at `path`, then the environment, then `overrides`."""
@@ -202,7 +455,7 @@ def load_settings(path: str | None = None, environ: Mapping[str, str] | None = N
     _ = (settings.listener, settings.compatibility_level, settings.mode, settings.store_timeout_seconds,
          settings.max_request_bytes, settings.max_inflight_request_bytes,
          settings.request_body_timeout_seconds, settings.server_threads, settings.election_backend,
-         settings.election_session_timeout_ms)
+         settings.election_session_timeout_ms, settings.tls, settings.authentication)
     return settings
 
 

@@ -45,9 +45,10 @@ class AsgiClient:
 
     def request(self, method: str, target: str, body: bytes | str | dict | None = None,
                 headers: dict[str, str] | None = None, chunks: list[bytes] | None = None,
-                more_after_last: bool = False) -> Answer:
+                more_after_last: bool = False, extensions: dict[str, Any] | None = None) -> Answer:
         """One request. `chunks` sends the body in pieces; `more_after_last` says more
-        would follow the last one, which never comes (a body that stops arriving)."""
+        would follow the last one, which never comes (a body that stops arriving).
+        `extensions` go in the ASGI scope (`tls`, as an https listener sets it)."""
         if isinstance(body, dict):
             body = json.dumps(body)
         if isinstance(body, str):
@@ -66,6 +67,8 @@ class AsgiClient:
             "root_path": "", "server": ("127.0.0.1", 8081), "client": ("127.0.0.1", 50000),
             "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in sent.items()],
         }
+        if extensions is not None:
+            scope["extensions"] = extensions
         started: dict[str, Any] = {}
         parts: list[bytes] = []
 

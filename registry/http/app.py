@@ -16,18 +16,33 @@ import logging
 from typing import Any
 
 from flask import Flask, Response, request
+from flask.ctx import RequestContext
 from werkzeug.exceptions import HTTPException
-from werkzeug.routing import BaseConverter
+from werkzeug.routing import BaseConverter, Map
 from urllib.parse import quote, unquote
 
 from registry import errors
-from registry.http.asgi import RECEIVED, AsgiBridge, Limits
+from registry.audit import AuditLog
+from registry.http.asgi import ENDPOINT_KEY, RECEIVED, AsgiBridge, FrontDoor, Limits
 from registry.http.bodies import error_response, json_response
-from registry.http.context import NODE_EXTENSION, node
+from registry.http.context import (
+    DESCRIPTION_EXTENSION,
+    GUARD_EXTENSION,
+    METRICS_EXTENSION,
+    NODE_EXTENSION,
+    guard,
+    metrics,
+    node,
+)
 from registry.http.fast_path import SchemaByIdFastPath
 from registry.http.forward import FORWARD_HEADER, Forwarder
+from registry.http.metrics import NodeMetrics
 from registry.http.negotiation import response_type
+from registry.http.openapi import describe
 from registry.http.routes import BLUEPRINTS
+from registry.http.routing import ROUTE_KEY, Router
+from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
+from registry.http.security.tls import client_context
 from registry.node import Node
 from registry.subjects import normalize_subject
 from store.log import LogUnavailable, RecordTooLarge
@@ -59,29 +74,51 @@ class SubjectConverter(BaseConverter):
 
 def build_asgi(node_: Node) -> AsgiBridge:
     """The node's whole HTTP front end: the Flask app behind an ASGI bridge with the id
-    fast path. `close()` on the result finishes requests under way and releases it."""
+    fast path, and around dispatch authentication and authorization, metrics and the
+    audit log as the settings ask. `close()` on the result finishes requests under way
+    and releases it. Raises ConfigError for security files or key material it cannot use."""
     settings = node_.settings
-    forwarder = Forwarder(settings.store_timeout_seconds)
-    app = create_app(node_, forwarder)
+    https = any(listener.scheme == "https" for listener in settings.listeners)
+    forwarder = Forwarder(settings.store_timeout_seconds, client_context(settings.tls) if https else None)
+    cache, reader = node_.cache, node_.reader
+    guard_ = build_guard(settings, lambda schema_id: [s for s, _ in cache.users_of(schema_id)],
+                         lambda: reader.next_offset)
+    metrics_ = NodeMetrics(node_) if settings.metrics_enabled else None
+    audit = AuditLog(settings.audit_log_file) if settings.audit_log_file else None
+    app = create_app(node_, forwarder, guard_, metrics_)
     fast_path = SchemaByIdFastPath(node_.service, node_.writer.caught_up)
     limits = Limits(max_request_bytes=settings.max_request_bytes,
                     max_inflight_bytes=settings.max_inflight_request_bytes,
                     body_timeout=settings.request_body_timeout_seconds)
-    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=forwarder.close)
+    door = FrontDoor(Router(app.url_map), guard_, metrics_.requests if metrics_ else None, audit,
+                     node_.elector.identity.url, off_loop=frozenset({"observability.metrics_text"}))
+
+    def close() -> None:
+        forwarder.close()
+        for part in (guard_, metrics_, audit):
+            if part is not None:
+                part.close()
+
+    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=close, door=door)
 
 
-def create_app(node_: Node, forwarder: Forwarder) -> Flask:
-    """A Flask app serving `node_`; writes it may not append go through `forwarder`."""
+def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
+               metrics_: NodeMetrics | None = None) -> Flask:
+    """A Flask app serving `node_`; writes it may not append go through `forwarder`.
+    `guard_` filters listings by the caller's rights and signs forwarded identities;
+    `metrics_` is what `/metrics` serves."""
     max_request_bytes = node_.settings.max_request_bytes
-    app = Flask("registry")
-    app.wsgi_app = _without_trailing_slash(app.wsgi_app)  # type: ignore[method-assign]
+    app = _routed_app()
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     app.extensions[NODE_EXTENSION] = node_
-    app.url_map.converters["subject"] = SubjectConverter
-    app.url_map.strict_slashes = False
-    app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one
-    for blueprint in BLUEPRINTS:
-        app.register_blueprint(blueprint)
+    app.extensions[GUARD_EXTENSION] = guard_
+    app.extensions[METRICS_EXTENSION] = metrics_
+    app.extensions[DESCRIPTION_EXTENSION] = describe(app.url_map)
+
+    @app.before_request
+    def _label() -> None:
+        # First: the bridge counts the request under this endpoint, whatever follows.
+        request.environ[ENDPOINT_KEY] = request.endpoint
 
     @app.before_request
     def _negotiate() -> None:
@@ -121,15 +158,39 @@ def create_app(node_: Node, forwarder: Forwarder) -> Flask:
     return app
 
 
-def _without_trailing_slash(wsgi_app: Any) -> Any:
-    """Serve `/subjects/` as `/subjects`, as JAX-RS does for every resource (one slash
-    only: `//` stays a path no route names)."""
-    def app(environ: dict[str, Any], start_response: Any) -> Any:
-        path = environ.get("PATH_INFO", "")
-        if len(path) > 1 and path.endswith("/") and not path.endswith("//"):
-            environ["PATH_INFO"] = path[:-1]
-        return wsgi_app(environ, start_response)
+class _Prerouted(RequestContext):
+    """Takes the route the bridge matched before dispatch (ROUTE_KEY) instead of matching
+    again; Flask documents `match_request` as the hook for this."""
+
+    def match_request(self) -> None:
+        routed = self.request.environ.get(ROUTE_KEY)
+        if routed is None:
+            super().match_request()
+        else:
+            self.request.url_rule, self.request.view_args = routed
+
+
+class _RegistryFlask(Flask):
+    def request_context(self, environ: dict[str, Any]) -> RequestContext:
+        return _Prerouted(self, environ)
+
+
+def _routed_app() -> Flask:
+    """A Flask app with every route and nothing else (no node): what `create_app`
+    builds on, and what `route_map` describes."""
+    # No static folder: Flask would otherwise serve /static/<path> (nothing, but a route).
+    app = _RegistryFlask("registry", static_folder=None)
+    app.url_map.converters["subject"] = SubjectConverter
+    app.url_map.strict_slashes = False
+    app.url_map.merge_slashes = False  # `//subjects` names no route: never redirect to one
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
     return app
+
+
+def route_map() -> Map:
+    """The URL map every node serves (for the API description; no node needed)."""
+    return _routed_app().url_map
 
 
 def _forward(forwarder: Forwarder) -> Response:
@@ -145,8 +206,17 @@ def _forward(forwarder: Forwarder) -> Response:
         if problem is not None:
             raise errors.UnknownLeader(problem)
         raw_uri = request.environ.get("RAW_URI") or request.full_path.rstrip("?")
+        body = request.get_data(cache=True)
+        door, access = guard(), request.environ.get(ACCESS_KEY)
+        identity = None
+        if door is not None and access is not None and door.forwarded.signs and access.policy is not None:
+            identity = door.forwarded.headers(access.principal, access.client, this.elector.identity.url,
+                                              request.method, raw_uri, body)
         answer = forwarder.forward(this.gate.write_target, request.method, raw_uri, dict(request.headers),
-                                   request.get_data(cache=True), request.environ.get(RECEIVED))
+                                   body, request.environ.get(RECEIVED), identity)
     except errors.RegistryError as error:
         return error_response(error)
+    counted = metrics()
+    if counted is not None:
+        counted.requests.forwarded(answer.status)
     return Response(answer.body, status=answer.status, content_type=answer.content_type)

@@ -9,6 +9,13 @@ Flask routes on the path exactly as the client sent it (still percent-encoded, i
 `PATH_INFO`); the subject converter decodes each segment. The original request
 target is also in `RAW_URI`, for forwarding.
 
+Around dispatch (`FrontDoor`) is the one way in for what every request shares,
+whichever listener it came by and whether the fast path or Flask answers it: the route
+(matched once, by Flask's own URL map, and handed to Flask), authentication and
+authorization (`security.guard`, before any body is read), request metrics and the
+audit log. A reader the guard remembers admitting reaches the fast path with three
+dict reads (`Guard.admits_remembered_read`).
+
 Hand-written because the general bridges (asgiref, a2wsgi) measured 3x slower here
 (bench/wsgi_servers.py: uvicorn+a2wsgi 2,085 req/s) and cannot put the fast path on
 the event loop.
@@ -17,21 +24,31 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-
+from registry.audit import AuditEvent, AuditLog
+from registry.http import fast_path as fast_path_module
 from registry.http.bodies import CONTENT_TYPE
 from registry.http.fast_path import SchemaByIdFastPath
+from registry.http.metrics import RequestStats
+from registry.http.routing import ROUTE_KEY, Route, Router
+from registry.http.security.guard import ACCESS_KEY, Access, Denied, Guard, resource_of
+from registry.http.security.operations import CHANGES
+from registry.http.security.policy import policy_for
 
 _FAST_HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
+# Where the app leaves the endpoint it routed a request to (the metrics label), so that
+# counting requests needs no routing of its own.
+ENDPOINT_KEY = "registry.endpoint"
 _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
 # The environ key holding when the request came in (time.monotonic()): every wait it
 # causes (an election, forwarding) counts from then.
@@ -57,23 +74,63 @@ class Limits:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, reason: str, error_code: int | None = None,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.reason = reason  # the metrics label
+        self.error_code = error_code or status
+        self.headers = headers or []
+
+
+class _Exchange:
+    """What one request turned out to be, for metrics and the audit log."""
+
+    __slots__ = ("endpoint", "route", "status", "access", "denied")
+
+    def __init__(self) -> None:
+        self.endpoint = "unmatched"  # the Flask endpoint, for metrics
+        self.route: Route | None = None
+        self.status = 500
+        self.access: Access | None = None
+        self.denied: Denied | None = None
+
+
+@dataclass(frozen=True)
+class FrontDoor:
+    """What the bridge does around dispatch, each part optional: routing before Flask
+    (`router`), authentication and authorization (`guard`), request metrics (`stats`)
+    and the audit log (`audit`, with `node_url` naming this node in its lines)."""
+
+    router: Router | None = None
+    guard: Guard | None = None
+    stats: RequestStats | None = None
+    audit: AuditLog | None = None
+    node_url: str = ""
+    # Reads that may take a while (a metrics scrape over a large cache) run on the pool.
+    off_loop: frozenset[str] = frozenset()
 
 
 class AsgiBridge:
     """An ASGI app serving `wsgi_app` with `threads` worker threads, within `limits`."""
 
     def __init__(self, wsgi_app: Any, fast_path: SchemaByIdFastPath, threads: int,
-                 limits: Limits = Limits(), on_close: Callable[[], None] = lambda: None) -> None:
+                 limits: Limits = Limits(), on_close: Callable[[], None] = lambda: None,
+                 door: FrontDoor = FrontDoor()) -> None:
         self._wsgi_app = wsgi_app
         self._fast_path = fast_path
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
         self._limits = limits
-        self._inflight = 0  # body bytes held by requests under way (event loop only)
+        # Body bytes held by requests under way. Several listeners may serve this bridge
+        # from event loops of their own (registry.http.listener), hence the lock.
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
         self._on_close = on_close
+        self._door = door
+        # Routing before dispatch is for authorization and the audit; metrics take the
+        # endpoint Flask routed to (ENDPOINT_KEY), which costs nothing more.
+        self._routed = door.router is not None and (door.guard is not None or door.audit is not None)
 
     def close(self) -> None:
         """Finish the requests under way, then stop the threads. Blocks until they end."""
@@ -84,46 +141,136 @@ class AsgiBridge:
         if scope["type"] != "http":
             return
         held = [0]
+        exchange = _Exchange()
+        started = time.perf_counter()
         try:
-            await self._serve(scope, receive, send, held)
+            await self._serve(scope, receive, send, held, exchange)
         except _Refused as refused:
-            await _send_error(send, refused.status, refused.message)
+            exchange.status = refused.status
+            if self._door.stats is not None:
+                self._door.stats.rejected(refused.reason)
+            await _send_error(send, refused.status, refused.message, refused.error_code, refused.headers)
         finally:
-            self._inflight -= held[0]
+            if held[0]:
+                with self._inflight_lock:
+                    self._inflight -= held[0]
+            door = self._door
+            if door.stats is not None:
+                door.stats.observe(exchange.endpoint, scope["method"], exchange.status, time.perf_counter() - started)
+            if door.audit is not None and exchange.route is not None:
+                self._audit(scope, exchange)
 
-    async def _serve(self, scope: dict[str, Any], receive: Any, send: Any, held: list[int]) -> None:
+    async def _serve(self, scope: dict[str, Any], receive: Any, send: Any, held: list[int],
+                     exchange: _Exchange) -> None:
         received = time.monotonic()
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
         query: bytes = scope["query_string"]
+        method: str = scope["method"]
         if len(raw_path) + len(query) > self._limits.max_target_bytes:
-            raise _Refused(414, f"The request target is longer than {self._limits.max_target_bytes} bytes")
+            raise _Refused(414, f"The request target is longer than {self._limits.max_target_bytes} bytes",
+                           "target_too_long")
         if sum(len(n) + len(v) for n, v in scope["headers"]) > self._limits.max_header_bytes:
-            raise _Refused(431, f"The request headers are larger than {self._limits.max_header_bytes} bytes")
+            raise _Refused(431, f"The request headers are larger than {self._limits.max_header_bytes} bytes",
+                           "headers_too_large")
         path = origin_form(raw_path.decode("latin-1"))
         if not path.startswith("/"):
-            raise _Refused(400, "The request target must be a path starting with /")
+            raise _Refused(400, "The request target must be a path starting with /", "bad_target")
         if path.startswith("//"):
             # An empty first segment names no route; Werkzeug would strip it and serve
             # the path without it, so refuse it here.
-            raise _Refused(404, "HTTP 404 Not Found")
-        body = self._fast_path.answer(scope["method"], path, query, scope["headers"])
-        if body is not None:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-            return
+            raise _Refused(404, "HTTP 404 Not Found", "bad_target")
+        if len(path) > 1 and path.endswith("/") and not path.endswith("//"):
+            # `/subjects/` is `/subjects`, as JAX-RS serves every resource (one slash only:
+            # `/subjects//` stays a path no route names). Before any routing, so the fast
+            # path, authorization and Flask all see the one path.
+            path = path[:-1]
+        fast_id = self._fast_path.schema_id(method, path, query, scope["headers"])
+        guard = self._door.guard
+        if fast_id is not None:
+            exchange.endpoint = fast_path_module.ENDPOINT
+            # With a guard, a reader it remembers admitting is answered here at once;
+            # any other goes the whole way in below.
+            tried = guard is None or guard.admits_remembered_read(scope["headers"], fast_id)
+            if tried and await self._answer_fast(fast_id, send, exchange):
+                return
+            if guard is not None or self._door.audit is not None:
+                exchange.route = Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: fast_id})
+            if tried:
+                fast_id = None  # not ready, or an unknown id: Flask answers
+        elif self._routed:
+            assert self._door.router is not None
+            exchange.route = route = self._door.router.match(method, path)
+            if route is not None:
+                exchange.endpoint = route.endpoint
+        if guard is not None:
+            try:
+                exchange.access = await guard.admit(scope, method, path, exchange.route)
+            except Denied as denied:
+                exchange.denied = denied
+                raise _refusal(denied) from None
+            if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
+                return
         request_body = await self._read_body(scope, receive, held)
         environ = self._environ(scope, path, request_body)
         environ[RECEIVED] = received
-        if scope["method"] in _NEVER_BLOCK:
+        if guard is not None:
+            assert exchange.access is not None
+            try:
+                guard.admit_body(exchange.access, method, environ["RAW_URI"], request_body)
+            except Denied as denied:
+                exchange.denied = denied
+                raise _refusal(denied) from None
+            environ[ACCESS_KEY] = exchange.access
+        route = exchange.route
+        if route is not None and route.rule is not None:
+            environ[ROUTE_KEY] = (route.rule, dict(route.arguments))  # Flask routes no more
+        if method in _NEVER_BLOCK and (route is None or route.endpoint not in self._door.off_loop):
             # Reads only look at the in-memory cache and never wait on the log, so they
             # run here; a hand-off to a thread would cost more than the read itself.
             status, headers, response_body = self._call_wsgi(environ)
         else:
             status, headers, response_body = await asyncio.get_running_loop().run_in_executor(
                 self._pool, self._call_wsgi, environ)
+        exchange.status = status
+        exchange.endpoint = environ.get(ENDPOINT_KEY) or exchange.endpoint
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": response_body})
+
+    async def _answer_fast(self, schema_id: str, send: Any, exchange: _Exchange) -> bool:
+        """Answer from the fast path; False when it has no answer (Flask gives one)."""
+        body = self._fast_path.body(schema_id)
+        if body is None:
+            return False
+        exchange.status = 200
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        return True
+
+    def _audit(self, scope: dict[str, Any], exchange: _Exchange) -> None:
+        """One audit line if the request was a change (accepted, denied or failed)."""
+        route = exchange.route
+        assert route is not None and self._door.audit is not None
+        method = scope["method"]
+        policy = policy_for(route.endpoint, method)
+        if policy is None or policy.operation not in CHANGES:
+            return
+        denied = exchange.denied
+        access = denied.access if denied is not None else exchange.access
+        principal = access.principal if access is not None else None
+        query = scope["query_string"]
+        raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
+        target = raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        status = exchange.status
+        result = "accepted" if 200 <= status < 300 else "denied" if denied is not None else "failed"
+        client = access.client if access is not None else _address(scope.get("client"))
+        self._door.audit.record(AuditEvent(
+            principal=principal.name if principal is not None else "",
+            authentication=principal.method if principal is not None else "",
+            client=client, operation=policy.operation.value,
+            resource=resource_of(route),
+            method=method, target=target, status=status, result=result, node=self._door.node_url,
+            forwarded_by=access.forwarded_by if access is not None else ""))
 
     async def _read_body(self, scope: dict[str, Any], receive: Any, held: list[int]) -> bytes:
         """The whole request body. Raises _Refused when it is larger than allowed, when
@@ -131,7 +278,8 @@ class AsgiBridge:
         limits = self._limits
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > limits.max_request_bytes:
-                raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes")
+                raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes",
+                               "body_too_large")
         chunks: list[bytes] = []
         deadline = asyncio.get_running_loop().time() + limits.body_timeout
         while True:
@@ -139,16 +287,19 @@ class AsgiBridge:
             try:
                 message = await asyncio.wait_for(receive(), max(remaining, 0))
             except asyncio.TimeoutError:
-                raise _Refused(408, f"The request body did not arrive within {limits.body_timeout:g} s") from None
+                raise _Refused(408, f"The request body did not arrive within {limits.body_timeout:g} s",
+                               "body_timeout") from None
             if message["type"] != "http.request":
                 break
             chunk = message.get("body", b"")
             if chunk:
                 if held[0] + len(chunk) > limits.max_request_bytes:
-                    raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes")
-                if self._inflight + len(chunk) > limits.max_inflight_bytes:
-                    raise _Refused(503, "Too many request bodies in flight; retry shortly")
-                self._inflight += len(chunk)
+                    raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes",
+                                   "body_too_large")
+                with self._inflight_lock:
+                    if self._inflight + len(chunk) > limits.max_inflight_bytes:
+                        raise _Refused(503, "Too many request bodies in flight; retry shortly", "inflight_budget")
+                    self._inflight += len(chunk)
                 held[0] += len(chunk)
                 chunks.append(chunk)
             if not message.get("more_body"):
@@ -228,8 +379,19 @@ def origin_form(target: str) -> str:
     return rest if rest.startswith("/") else "/" + rest
 
 
-async def _send_error(send: Any, status: int, message: str) -> None:
-    body = orjson.dumps({"error_code": status, "message": message})
+async def _send_error(send: Any, status: int, message: str, error_code: int,
+                      headers: list[tuple[bytes, bytes]]) -> None:
+    body = orjson.dumps({"error_code": error_code, "message": message})
     await send({"type": "http.response.start", "status": status,
-                "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())]})
+                "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())] + headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _refusal(denied: Denied) -> _Refused:
+    headers = [(b"www-authenticate", denied.challenge.encode("latin-1"))] if denied.challenge else []
+    return _Refused(denied.status, denied.message, denied.reason, denied.error_code, headers)
+
+
+def _address(client: Any) -> str:
+    return f"{client[0]}:{client[1]}" if client else ""
+

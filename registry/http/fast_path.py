@@ -18,6 +18,10 @@ from registry.http.negotiation import V1_JSON, response_type
 from registry.service import RegistryService
 
 _PREFIX = "/schemas/ids/"
+# The Flask endpoint (and route argument) serving the same request: what the fast path
+# is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
+ENDPOINT = "schemas.get_schema"
+ARGUMENT = "schema_id_text"
 
 
 class SchemaByIdFastPath:
@@ -28,17 +32,32 @@ class SchemaByIdFastPath:
 
     def answer(self, method: str, path: str, query: bytes,
                headers: Iterable[tuple[bytes, bytes]] = ()) -> bytes | None:
-        """The response body when this request is one the fast path serves, else None.
+        """The response body when this request is one the fast path serves, else None."""
+        digits = self.schema_id(method, path, query, headers)
+        return None if digits is None else self.body(digits)
 
-        Only requests whose Accept header (if any) negotiates our default type are
-        served here: the others need another Content-Type, or a 406, from Flask."""
-        if method != "GET" or query or not path.startswith(_PREFIX) or not self._ready():
+    @staticmethod
+    def schema_id(method: str, path: str, query: bytes,
+                  headers: Iterable[tuple[bytes, bytes]] = ()) -> str | None:
+        """The id (its digits) when the request has the fast path's shape, else None.
+
+        Only requests whose Accept header (if any) negotiates our default type have it:
+        the others need another Content-Type, or a 406, from Flask."""
+        if method != "GET" or query or not path.startswith(_PREFIX):
             return None
         for name, value in headers:
             if name == b"accept" and response_type(value.decode("latin-1")) != V1_JSON:
                 return None
         digits = path[len(_PREFIX):]
-        if not digits.isdigit() or len(digits) > 10:
+        # isascii: str.isdigit() also takes "²" (a raw 0xB2 byte in the path), which int() refuses.
+        if not digits.isascii() or not digits.isdigit() or len(digits) > 10:
+            return None
+        return digits
+
+    def body(self, digits: str) -> bytes | None:
+        """The response body for the id `digits`, or None when the node is not ready or
+        does not know the id (Flask answers then)."""
+        if not self._ready():
             return None
         schema_id = int(digits)
         stored = self._service.cached_schema(schema_id)

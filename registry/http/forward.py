@@ -7,16 +7,25 @@ and is not the leader answers 50004 instead of forwarding it on (the two nodes
 disagree about who leads), while a client-sent `X-Forward` naming anything else is
 ignored. The leader's answer, error bodies
 included, comes back to the client unchanged.
+
+When the caller's identity goes along (`identity` headers, see
+`registry.http.security.forwarded`), its `Authorization` header does not: the leader
+authorizes the caller the follower vouches for, and credentials travel no further
+than needed. An https leader is called through `ssl_context` (its CA, and this node's
+certificate for mTLS between nodes).
 """
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
+from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from registry import errors
 
@@ -40,17 +49,21 @@ class Forwarder:
     old leader cannot have applied it: a deposed leader cannot append (store.writer).
     """
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, ssl_context: ssl.SSLContext | None = None) -> None:
         self._timeout = timeout
         self._session = requests.Session()
+        if ssl_context is not None:
+            self._session.mount("https://", _ContextAdapter(ssl_context))
         self._attempts = ThreadPoolExecutor(max_workers=_PARALLEL_ATTEMPTS, thread_name_prefix="forward")
 
     def forward(self, leader: Callable[[], str | None], method: str, raw_uri: str, headers: dict[str, str],
-                body: bytes, received: float | None = None) -> ForwardedResponse:
+                body: bytes, received: float | None = None,
+                identity: dict[str, str] | None = None) -> ForwardedResponse:
         """Send the request to the leader `leader()` names, and again to a new one when
         it changes before an answer comes. Blocks until the timeout counted from
         `received` (when the request came in; default now), so a request that already
-        waited here for an election does not wait a whole timeout again.
+        waited here for an election does not wait a whole timeout again. `identity`, the
+        caller as this node vouches for it, replaces the caller's Authorization header.
 
         Raises UnknownLeader (50004) when no leader is named, ForwardingError (50003) when
         the leader cannot be reached or does not answer in time.
@@ -59,7 +72,11 @@ class Forwarder:
         target = leader()
         if target is None:
             raise errors.UnknownLeader("Unknown leader: no node may write at the moment; retry shortly")
-        attempt = self._attempts.submit(self._send, target, method, raw_uri, headers, body, deadline)
+        kept = {name: headers[name] for name in _KEPT_HEADERS if name in headers}
+        if identity:
+            kept.pop("Authorization", None)
+            kept.update(identity)
+        attempt = self._attempts.submit(self._send, target, method, raw_uri, kept, body, deadline)
         while True:
             futures_wait([attempt], timeout=_WATCH_SECONDS)
             if attempt.done():
@@ -75,11 +92,11 @@ class Forwarder:
             named = leader()
             if named is not None and named != target:
                 target = named
-                attempt = self._attempts.submit(self._send, target, method, raw_uri, headers, body, deadline)
+                attempt = self._attempts.submit(self._send, target, method, raw_uri, kept, body, deadline)
 
     def _send(self, leader_url: str, method: str, raw_uri: str, headers: dict[str, str], body: bytes,
               deadline: float) -> ForwardedResponse:
-        kept = {name: headers[name] for name in _KEPT_HEADERS if name in headers}
+        kept = dict(headers)
         kept[FORWARD_HEADER] = leader_url.rstrip("/")
         try:
             response = self._session.request(method, leader_url.rstrip("/") + raw_uri, data=body, headers=kept,
@@ -95,6 +112,28 @@ class Forwarder:
     def close(self) -> None:
         self._attempts.shutdown(wait=False, cancel_futures=True)
         self._session.close()
+
+
+class _ContextAdapter(HTTPAdapter):
+    """requests over one SSLContext: its CAs, its client certificate and its hostname
+    rule, and nothing else: neither certifi's CAs nor a bundle named by
+    REQUESTS_CA_BUNDLE, which requests would otherwise load into it per connection.
+    (requests documents `build_connection_pool_key_attributes` as the hook for this.)"""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._context = context
+        super().__init__()
+
+    def build_connection_pool_key_attributes(self, request: Any, verify: Any, cert: Any = None
+                                             ) -> tuple[dict[str, Any], dict[str, Any]]:
+        host, _ = super().build_connection_pool_key_attributes(request, True, None)
+        pool: dict[str, Any] = {"ssl_context": self._context, "cert_reqs": "CERT_REQUIRED"}
+        if not self._context.check_hostname:
+            pool["assert_hostname"] = False
+        return host, pool
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        conn.cert_reqs = "CERT_REQUIRED"  # the context's CAs decide
 
 
 _PARALLEL_ATTEMPTS = 32

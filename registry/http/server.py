@@ -8,7 +8,13 @@ through `registry.http.asgi.AsgiBridge`, because only that one passes the raw re
 
 Granian runs a supervisor process and a worker process. The worker is forked, so the
 node (log, reader thread, cache) is built in the worker by `build`, never before the
-fork. Two details make the pair behave like one process:
+fork. Granian serves the first `http://` listener; every `https://` listener, and any
+further `http://` one, is served in the same worker by `registry.http.listener` (granian
+serves one address, and its TLS does not show the app the client's certificate). Those
+sockets are bound here in the supervisor, before the fork, so a busy port is refused at
+start and a restarted worker serves the same sockets. With no `http://` listener at all,
+granian listens on a Unix socket in a private directory that nothing connects to: it
+is still the process supervisor. Two details make the pair behave like one process:
 - the worker asks the kernel to kill it when the supervisor dies, so `kill -9` of the
   registry's pid really stops the node (failover tests depend on it);
 - the worker runs `close` after granian's serving loop returns on SIGTERM, so the node
@@ -19,17 +25,25 @@ from __future__ import annotations
 import ctypes
 import errno
 import logging
+import shutil
 import signal
 import socket
+import ssl
+import tempfile
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from granian.http import HTTP1Settings
 
 from registry.http.app import build_asgi
+from registry.http.listener import Listeners
+from registry.http.security.guard import check_files
+from registry.http.security.tls import server_context
 from registry.node import build_node
-from registry.settings import Settings
+from registry.settings import ConfigError, Listener, Settings
+from registry.zookeeper_options import kazoo_options
 from store.log import LogUnavailable
 
 log = logging.getLogger(__name__)
@@ -79,13 +93,31 @@ _GRANIAN_LOGGING = {
 }
 
 
-def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: int) -> int:
+def bind(listener: Listener) -> socket.socket:
+    """A listening socket for `listener`. Raises AddressInUse when the port is busy."""
+    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT only, not a listener
+        sock.bind((listener.host, listener.port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUse(exc.errno, f"{listener.host}:{listener.port}: address already in use") from None
+        raise
+    return sock
+
+
+def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: int,
+          uds: Path | None = None) -> int:
     """Serve until SIGTERM or SIGINT; returns the exit code. Blocks.
 
     `build` runs in the worker process and returns the ASGI app and a `close` function
     called when the worker stops. A worker that dies (killed, out of memory) is logged
     and started again, rebuilding the node from the log; one that keeps dying makes
-    the registry exit with code 1 and says why.
+    the registry exit with code 1 and says why. `uds`, when given, is where granian
+    listens instead of (host, port).
     """
     from granian.constants import Interfaces
     from granian.server import Server
@@ -111,6 +143,7 @@ def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: 
         "registry:app",  # unused: `load` builds the app
         address=host,
         port=port,
+        uds=uds,
         interface=Interfaces.ASGINL,
         workers=1,
         backlog=2048,
@@ -134,20 +167,51 @@ _HTTP_BUFFER_BYTES = 1024 * 1024
 def run(settings: Settings) -> int:
     """Serve the node `settings` describe until a signal, then shut down cleanly.
     Blocks. Returns the exit code."""
-    _, host, port = settings.listener
+    listeners = settings.listeners
+    granian_listener = next((item for item in listeners if item.scheme == "http"), None)
+    others = [item for item in listeners if item is not granian_listener]
     try:
-        check_port_free(host, port)
-    except OSError as exc:
-        log.error("cannot listen on %s:%d: %s", host, port, exc.strerror or exc)
-        return 1
-    log.info("serving on http://%s:%d", host, port)
-    code = serve(lambda: build(settings), host, port)
+        # Refuse unusable key material and security files now, not in the worker.
+        check_files(settings)
+        kazoo_options(settings.zookeeper_security)
+        if any(item.scheme == "https" for item in others):
+            server_context(settings.tls)
+    except ConfigError as exc:
+        log.error("cannot start: %s", exc)
+        return 2
+    sockets: list[tuple[Listener, socket.socket]] = []
+    private_dir: str | None = None
+    try:
+        try:
+            if granian_listener is not None:
+                check_port_free(granian_listener.host, granian_listener.port)
+            for item in others:
+                sockets.append((item, bind(item)))
+        except OSError as exc:
+            log.error("cannot listen: %s", exc.strerror or exc)
+            return 1
+        uds = None
+        if granian_listener is None:
+            private_dir = tempfile.mkdtemp(prefix="schema-registry-")
+            uds = Path(private_dir) / "granian.sock"
+        for item in listeners:
+            log.info("serving on %s", item.url)
+        host = granian_listener.host if granian_listener else "127.0.0.1"
+        port = granian_listener.port if granian_listener else 0
+        code = serve(lambda: build(settings, sockets), host, port, uds)
+    finally:
+        for _, sock in sockets:
+            sock.close()
+        if private_dir is not None:
+            shutil.rmtree(private_dir, ignore_errors=True)
     log.info("stopped")
     return code
 
 
-def build(settings: Settings) -> tuple[App, Callable[[], None]]:
-    """Build the node and its ASGI app (in the serving process); return the app and a closer."""
+def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
+          ) -> tuple[App, Callable[[], None]]:
+    """Build the node and its ASGI app (in the serving process), start the listeners on
+    `sockets`; return the app and a closer."""
     try:
         node = build_node(settings)
     except LogUnavailable as exc:  # LogMisconfigured too: a clear message, not a traceback
@@ -163,9 +227,20 @@ def build(settings: Settings) -> tuple[App, Callable[[], None]]:
         log.info("ready: a leader is known, serving writes")
 
     threading.Thread(target=report_ready, name="readiness", daemon=True).start()
-    bridge = build_asgi(node)
+    try:
+        bridge = build_asgi(node)
+        contexts: dict[str, ssl.SSLContext | None] = {"http": None}
+        if any(item.scheme == "https" for item, _ in sockets):
+            contexts["https"] = server_context(settings.tls)
+    except ConfigError as exc:
+        log.error("cannot start: %s", exc)
+        node.close()
+        raise SystemExit(2) from None
+    listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets])
+    listeners.start()
 
     def close() -> None:
+        listeners.close()
         bridge.close()
         node.close()
 

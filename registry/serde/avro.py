@@ -35,6 +35,7 @@ from confluent_kafka.serialization import SerializationContext, SerializationErr
 
 from registry.client.lookup import BadReference, SchemaLookup
 from registry.serde import avro_codec, naming, wire
+from registry.serde import metrics as serde_metrics
 from registry.serde.avro_codec import Decode, Encode, ParsedSchema
 from registry.serde.wire import HEADER_SIZE, TruncatedPayload, UnknownSchemaId
 
@@ -151,6 +152,8 @@ class AvroSerializer:
     * ``subject.name.strategy`` (callable) or ``subject.name.strategy.type`` (TOPIC,
       RECORD, TOPIC_RECORD); TopicNameStrategy by default.
     * ``validate.strict`` / ``validate.strict.allow.default``: fastavro's strict mode.
+    * ``metrics.registry`` (ours): a prometheus-client CollectorRegistry to count into
+      (`registry.serde.metrics`).
 
     Calls block on the registry only the first time a subject (or, with
     ``use.latest.version``, a new latest schema) is seen. They raise what fastavro
@@ -192,6 +195,7 @@ class AvroSerializer:
                                                    conf_copy.pop("subject.name.strategy.type"))
         self._strict = _flag(conf_copy, "validate.strict")
         self._strict_allow_default = _flag(conf_copy, "validate.strict.allow.default")
+        self._metrics = serde_metrics.from_conf(conf_copy, "serialize")
         _take_unsupported(conf_copy)
         if conf_copy:
             raise ValueError(f"Unrecognized properties: {', '.join(conf_copy)}")
@@ -280,6 +284,8 @@ class AvroSerializer:
             self._client.lookup_schema(subject, schema, normalize_schemas=False, deleted=True)
             return self._encoder_by_id(schema_id, lambda: self._schemas.parsed(schema))
         assert self._schema is not None and self._parsed is not None
+        if self._metrics is not None:
+            self._metrics.looked_up()
         if self._auto_register:
             registered = self._client.register_schema_full_response(
                 subject, self._schema, normalize_schemas=self._normalize)
@@ -295,6 +301,8 @@ class AvroSerializer:
         if encode is None:
             encode = avro_codec.encoder(parsed(), wire.header(schema_id), strict=self._strict,
                                         strict_allow_default=self._strict_allow_default)
+            if self._metrics is not None:
+                encode = self._metrics.counting(encode)
             self._by_id[schema_id] = encode
         return encode
 
@@ -309,7 +317,8 @@ class AvroDeserializer:
 
     Configuration (`conf`), as confluent-kafka's: ``use.latest.version`` (read into the
     subject's latest version, which needs a SerializationContext), and
-    ``subject.name.strategy`` / ``subject.name.strategy.type`` (used only with it).
+    ``subject.name.strategy`` / ``subject.name.strategy.type`` (used only with it); and
+    ours, ``metrics.registry`` (`registry.serde.metrics`).
 
     A call blocks on the registry only the first time it meets a schema id. It raises
     `wire.UnknownMagicByte`, `wire.TruncatedPayload` and `wire.UnknownSchemaId` (all
@@ -338,6 +347,7 @@ class AvroDeserializer:
         self._use_latest = _flag(conf_copy, "use.latest.version")
         self._strategy = naming.strategy_from_conf(conf_copy.pop("subject.name.strategy"),
                                                    conf_copy.pop("subject.name.strategy.type"))
+        self._metrics = serde_metrics.from_conf(conf_copy, "deserialize")
         _take_unsupported(conf_copy)
         if conf_copy:
             raise ValueError(f"Unrecognized properties: {', '.join(conf_copy)}")
@@ -393,7 +403,12 @@ class AvroDeserializer:
 
     def _decoder_for(self, data: bytes) -> Decode:
         """The decoder for `data`'s writer schema; fetches it from the registry the first time."""
-        schema_id = wire.parse_header(data)
+        try:
+            schema_id = wire.parse_header(data)
+        except SerializationError:
+            if self._metrics is not None:
+                self._metrics.failed()
+            raise
         key = bytes(data[:HEADER_SIZE])
         with self._lock:
             decode = self._by_header.get(key)
@@ -401,6 +416,9 @@ class AvroDeserializer:
                 writer = self._schemas.by_id(schema_id)
                 decode = avro_codec.decoder(writer, self._reader, HEADER_SIZE,
                                             return_record_name=self._return_record_name)
+                if self._metrics is not None:
+                    self._metrics.looked_up()
+                    decode = self._metrics.counting(decode)
                 self._by_header[key] = decode
         return decode
 
@@ -420,6 +438,9 @@ class AvroDeserializer:
             reader = self._schemas.parsed(latest.schema)
             decode = avro_codec.decoder(writer, reader, HEADER_SIZE,
                                         return_record_name=self._return_record_name)
+            if self._metrics is not None:
+                self._metrics.looked_up()
+                decode = self._metrics.counting(decode)
             with self._lock:
                 self._by_latest[(latest_id, key)] = decode
         return decode

@@ -73,17 +73,31 @@ class RegistryProcess:
     `restart()` stops it (gracefully) and starts it again on the same data dir and port.
     """
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *, scheme: str = "http",
+                 ca: Path | None = None, client_cert: tuple[Path, Path] | None = None) -> None:
+        """`scheme` https serves the one listener over TLS; its requests trust `ca` and
+        present `client_cert` (certificate, key) when given."""
         self.data_dir = data_dir
         self.extra_env = dict(env or {})
         self.port = free_port()
+        self.scheme = scheme
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-server-{uuid.uuid4().hex[:6]}.log"
         self.session = requests.Session()
+        self.tls_options: dict[str, Any] = {}
+        if ca is not None:
+            self.tls_options["verify"] = str(ca)
+        if client_cert is not None:
+            self.tls_options["cert"] = (str(client_cert[0]), str(client_cert[1]))
+        if self.tls_options:
+            # REQUESTS_CA_BUNDLE, when set, would override a session's `verify`.
+            self.session.trust_env = False
+            self.session.verify = self.tls_options.get("verify", True)
+            self.session.cert = self.tls_options.get("cert")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     @property
     def pid(self) -> int:
@@ -119,7 +133,7 @@ class RegistryProcess:
                 raise AssertionError(f"the registry exited with {self.proc.returncode} before it was "
                                      f"ready; its log:\n{self.log_tail()}")
             try:
-                if requests.get(f"{self.url}/ready", timeout=1).status_code == 200:
+                if requests.get(f"{self.url}/ready", timeout=1, **self.tls_options).status_code == 200:
                     return
             except requests.RequestException:
                 pass
@@ -212,10 +226,10 @@ class RegistryFactory:
         self.started: list[RegistryProcess] = []
 
     def __call__(self, data_dir: Path | None = None, env: dict[str, str] | None = None,
-                 start: bool = True) -> RegistryProcess:
+                 start: bool = True, **tls: Any) -> RegistryProcess:
         if data_dir is None:
             data_dir = self.base / f"data-{uuid.uuid4().hex[:8]}"
-        server = RegistryProcess(data_dir, env)
+        server = RegistryProcess(data_dir, env, **tls)
         self.started.append(server)
         return server.start() if start else server
 

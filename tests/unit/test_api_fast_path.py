@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from registry.http import fast_path
+from registry.http.routing import Router
 from tests.asgi_client import NodeClient
 
 
@@ -45,3 +47,17 @@ def test_fast_path_sees_a_hard_delete_at_once(client):
 def test_unknown_or_malformed_ids_fall_through_to_confluent_errors(client, path, code):
     response = client.get(path)
     assert response.status == 404 and response.json()["error_code"] == code
+
+
+def test_non_ascii_digits_are_not_ids(client):
+    # A raw 0xB2 byte in the path reads (latin-1) as "²", which str.isdigit() takes for a
+    # digit and int() refuses: it must be a plain 404 (not an int32, as /schemas/ids/abc),
+    # not a crash.
+    answer = client.get(b"/schemas/ids/\xb2")
+    assert answer.status == 404 and answer.json()["error_code"] == 404, answer.body
+
+
+def test_the_fast_path_is_the_flask_endpoint_it_stands_for(client):
+    route = Router(client.bridge._wsgi_app.__self__.url_map).match("GET", "/schemas/ids/7")
+    assert route is not None and route.endpoint == fast_path.ENDPOINT, "authorization maps the same route"
+    assert dict(route.arguments) == {fast_path.ARGUMENT: "7"}

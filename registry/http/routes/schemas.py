@@ -6,7 +6,7 @@ from typing import Any
 from flask import Blueprint, request
 
 from registry.http.bodies import flag, int_arg, json_response, raw_response, schema_body, schema_id, version_body
-from registry.http.context import service
+from registry.http.context import readable, service
 
 schema_routes = Blueprint("schemas", __name__)
 
@@ -14,10 +14,14 @@ schema_routes = Blueprint("schemas", __name__)
 @schema_routes.get("/schemas")
 def list_schemas() -> Any:
     registry = service()
+    offset, limit = max(int_arg("offset", 0), 0), int_arg("limit", -1)
     found = registry.schemas(request.args.get("subjectPrefix", ""), deleted=flag("deleted"),
-                              latest_only=flag("latestOnly"), offset=max(int_arg("offset", 0), 0),
-                              limit=int_arg("limit", -1))
-    return json_response([version_body(v, registry.cached_schema_in(v)) for v in found])
+                             latest_only=flag("latestOnly"))
+    # Only what the caller may read, then the page (Confluent's normalizeLimit: <= 0 is no limit).
+    shown = set(readable(dict.fromkeys(v.subject for v in found)))
+    visible = [v for v in found if v.subject in shown]
+    return json_response([version_body(v, registry.cached_schema_in(v))
+                          for v in visible[offset:None if limit <= 0 else offset + limit]])
 
 
 @schema_routes.get("/schemas/types")
@@ -43,15 +47,16 @@ def get_schema_text(schema_id_text: str) -> Any:
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/subjects")
 def get_schema_subjects(schema_id_text: str) -> Any:
-    return json_response(service().subjects_of_id(schema_id(schema_id_text), deleted=flag("deleted"),
-                                                  subject=request.args.get("subject")))
+    return json_response(readable(service().subjects_of_id(schema_id(schema_id_text), deleted=flag("deleted"),
+                                                           subject=request.args.get("subject"))))
 
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/versions")
 def get_schema_versions(schema_id_text: str) -> Any:
-    return json_response([{"subject": s, "version": v}
-                          for s, v in service().versions_of_id(schema_id(schema_id_text), deleted=flag("deleted"),
-                                                               subject=request.args.get("subject"))])
+    found = service().versions_of_id(schema_id(schema_id_text), deleted=flag("deleted"),
+                                     subject=request.args.get("subject"))
+    shown = set(readable(dict.fromkeys(s for s, _ in found)))
+    return json_response([{"subject": s, "version": v} for s, v in found if s in shown])
 
 
 @schema_routes.get("/schemas/guids/<guid>")

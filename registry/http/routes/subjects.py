@@ -20,7 +20,7 @@ from registry.http.bodies import (
     tag_request,
     version_body,
 )
-from registry.http.context import service
+from registry.http.context import readable, service
 from registry.service import NewSchema, RegisterRequest
 
 subject_routes = Blueprint("subjects", __name__)
@@ -32,8 +32,8 @@ def _schema_from_body(body: dict[str, Any]) -> NewSchema:
 
 @subject_routes.get("/subjects")
 def list_subjects() -> Any:
-    return json_response(service().subjects(request.args.get("subjectPrefix", ""),
-                                            deleted=flag("deleted"), deleted_only=flag("deletedOnly")))
+    return json_response(readable(service().subjects(request.args.get("subjectPrefix", ""),
+                                                     deleted=flag("deleted"), deleted_only=flag("deletedOnly"))))
 
 
 def _version_body(value: Any) -> dict[str, Any]:

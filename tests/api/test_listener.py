@@ -1,0 +1,137 @@
+"""The h11 listener (https, and http past the first listener) on loopback sockets, in
+process, in front of the node's real ASGI bridge: keep-alive, HEAD, 100-continue,
+early refusals, malformed requests and the client certificate it hands the app."""
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from registry.http.listener import Listeners
+from tests.asgi_client import NodeClient
+from tests.pki import Pki
+
+SCHEMA = json.dumps({"type": "record", "name": "L", "fields": [{"name": "a", "type": "int"}]})
+
+
+def listening() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[NodeClient, int]]:
+    node = NodeClient(**{"max.request.bytes": "1024"})
+    sock = listening()
+    listeners = Listeners(node.bridge, [(sock, None)])
+    listeners.start()
+    try:
+        yield node, sock.getsockname()[1]
+    finally:
+        listeners.close()
+        sock.close()
+        node.close()
+
+
+def exchange(conn: socket.socket, request: bytes, head_only: bool = False) -> bytes:
+    """Send a request; read one whole answer (Content-Length framed; only the head for HEAD)."""
+    conn.sendall(request)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    if head_only:
+        return data
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def test_requests_follow_one_another_on_one_connection(served):
+    node, port = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        body = json.dumps({"schema": SCHEMA}).encode()
+        first = exchange(conn, b"POST /subjects/k/versions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert first.startswith(b"HTTP/1.1 200 OK") and first.endswith(b'{"id":1}'), first
+        for _ in range(3):
+            answer = exchange(conn, b"GET /schemas/ids/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" not in answer.lower(), answer
+        head = exchange(conn, b"HEAD /subjects HTTP/1.1\r\nHost: x\r\n\r\n", head_only=True)
+        assert head.startswith(b"HTTP/1.1 200") and head.endswith(b"\r\n\r\n"), f"no body for HEAD: {head!r}"
+        # The connection is still the same one and still usable after HEAD.
+        assert exchange(conn, b"GET /subjects HTTP/1.1\r\nHost: x\r\n\r\n").endswith(b'["k"]')
+
+
+def test_expect_100_continue_is_answered(served):
+    _, port = served
+    body = json.dumps({"schema": SCHEMA}).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"POST /subjects/c/versions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Expect: 100-continue\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        assert conn.recv(1024).startswith(b"HTTP/1.1 100"), "the client is told to send its body"
+        answer = exchange(conn, body)
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+
+
+def test_a_body_refused_before_it_is_read_closes_the_connection(served):
+    _, port = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        answer = exchange(conn, b"POST /subjects/big/versions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: 5000\r\n\r\n" + b"x" * 100)
+        assert answer.startswith(b"HTTP/1.1 413") and b"connection: close" in answer.lower(), answer
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["error_code"] == 413
+        assert conn.recv(1024) == b"", "closed rather than reading the rest of the body"
+
+
+def test_a_malformed_request_gets_400_with_confluents_body(served):
+    _, port = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        answer = exchange(conn, b"GET /subjects HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 400"), answer
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["error_code"] == 400
+
+
+def test_the_client_certificate_reaches_the_app(tmp_path: Path):
+    pki = Pki(tmp_path)
+    seen: list[dict] = []
+
+    async def app(scope, receive, send):
+        seen.append(scope)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.issue("server").pem_bundle())
+    context.load_verify_locations(pki.ca_pem)
+    context.verify_mode = ssl.CERT_OPTIONAL
+    sock = listening()
+    listeners = Listeners(app, [(sock, context)])
+    listeners.start()
+    try:
+        client = pki.issue("alice")
+        client_context = ssl.create_default_context(cafile=str(pki.ca_pem))
+        client_context.load_cert_chain(client.cert_pem, client.key_pem())
+        with socket.create_connection(sock.getsockname(), timeout=10) as raw:
+            with client_context.wrap_socket(raw, server_hostname="localhost") as conn:
+                assert exchange(conn, b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200")
+        tls = seen[0]["extensions"]["tls"]
+        assert seen[0]["scheme"] == "https" and tls["client_cert_name"] == "CN=alice,O=Registry Tests", tls
+        assert tls["client_cert_chain"][0].startswith("-----BEGIN CERTIFICATE-----")
+        assert tls["tls_version"] in (0x0303, 0x0304)
+    finally:
+        listeners.close()
+        sock.close()
