@@ -39,6 +39,7 @@ from registry.http.forward import FORWARD_HEADER, Forwarder
 from registry.http.metrics import NodeMetrics
 from registry.http.negotiation import response_type
 from registry.http.openapi import describe
+from registry.http.read_memo import ReadMemo
 from registry.http.routes import BLUEPRINTS
 from registry.http.routing import ROUTE_KEY, Router
 from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
@@ -99,7 +100,9 @@ def build_asgi(node_: Node) -> AsgiBridge:
             if part is not None:
                 part.close()
 
-    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=close, door=door)
+    memo = ReadMemo(lambda: reader.next_offset, node_.writer.caught_up)
+    return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=close, door=door,
+                      memo=memo)
 
 
 def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,

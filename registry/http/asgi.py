@@ -39,7 +39,10 @@ from registry.audit import AuditEvent, AuditLog
 from registry.http import fast_path as fast_path_module
 from registry.http.bodies import CONTENT_TYPE
 from registry.http.fast_path import SchemaByIdFastPath
+from registry.http import read_memo
 from registry.http.metrics import RequestStats
+from registry.http.negotiation import V1_JSON, response_type
+from registry.http.read_memo import ReadMemo
 from registry.http.routing import ROUTE_KEY, Route, Router
 from registry.http.security.guard import ACCESS_KEY, Access, Denied, Guard, resource_of
 from registry.http.security.operations import CHANGES
@@ -117,7 +120,7 @@ class AsgiBridge:
 
     def __init__(self, wsgi_app: Any, fast_path: SchemaByIdFastPath, threads: int,
                  limits: Limits = Limits(), on_close: Callable[[], None] = lambda: None,
-                 door: FrontDoor = FrontDoor()) -> None:
+                 door: FrontDoor = FrontDoor(), memo: ReadMemo | None = None) -> None:
         self._wsgi_app = wsgi_app
         self._fast_path = fast_path
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
@@ -128,6 +131,7 @@ class AsgiBridge:
         self._inflight_lock = threading.Lock()
         self._on_close = on_close
         self._door = door
+        self._memo = memo
         # Routing before dispatch is for authorization and the audit; metrics take the
         # endpoint Flask routed to (ENDPOINT_KEY), which costs nothing more.
         self._routed = door.router is not None and (door.guard is not None or door.audit is not None)
@@ -211,15 +215,30 @@ class AsgiBridge:
             if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
                 return
         request_body = await self._read_body(scope, receive, held)
-        environ = self._environ(scope, path, request_body)
-        environ[RECEIVED] = received
+        raw_uri = path + ("?" + query.decode("latin-1") if query else "")
         if guard is not None:
             assert exchange.access is not None
             try:
-                guard.admit_body(exchange.access, method, environ["RAW_URI"], request_body)
+                guard.admit_body(exchange.access, method, raw_uri, request_body)
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None
+        memo, memo_key, position = self._memo, None, None
+        if memo is not None and method in read_memo.METHODS:
+            content_type = _negotiated(scope["headers"])
+            if content_type is not None:
+                memo_key = memo.key(method, path, query, request_body, content_type,
+                                    guard.viewer(exchange.access) if guard is not None else None)
+                kept = memo.get(memo_key)
+                if kept is not None:
+                    exchange.status, exchange.endpoint = 200, kept.endpoint
+                    await send({"type": "http.response.start", "status": 200, "headers": kept.headers})
+                    await send({"type": "http.response.body", "body": kept.body})
+                    return
+                position = memo.position()
+        environ = self._environ(scope, path, request_body)
+        environ[RECEIVED] = received
+        if exchange.access is not None:
             environ[ACCESS_KEY] = exchange.access
         route = exchange.route
         if route is not None and route.rule is not None:
@@ -233,6 +252,9 @@ class AsgiBridge:
                 self._pool, self._call_wsgi, environ)
         exchange.status = status
         exchange.endpoint = environ.get(ENDPOINT_KEY) or exchange.endpoint
+        if status == 200 and position is not None and memo_key is not None:
+            assert memo is not None
+            memo.keep(memo_key, position, exchange.endpoint, headers, response_body)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": response_body})
 
@@ -385,6 +407,12 @@ async def _send_error(send: Any, status: int, message: str, error_code: int,
     await send({"type": "http.response.start", "status": status,
                 "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())] + headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _negotiated(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The content type the Accept header(s) choose (None: 406, which Flask answers)."""
+    accept = [value.decode("latin-1") for name, value in headers if name == b"accept"]
+    return response_type(",".join(accept)) if accept else V1_JSON
 
 
 def _refusal(denied: Denied) -> _Refused:

@@ -15,7 +15,7 @@ the views that list subjects, the forwarder and the audit log.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,6 +177,13 @@ class Guard:
         known = self._id_decisions.get((principal, Operation.READ, digits))
         return known is not None and known[2] and known[1] is self._rules.current \
             and known[0] == self._log_position()
+
+    def viewer(self, access: Access | None) -> Hashable:
+        """What, besides the request and the applied log, an answer to `access` may depend
+        on: who asks, and under which rules (a listing shows what they may read)."""
+        if access is None:
+            return None
+        return access.principal, self._rules.current if self._rules is not None else None
 
     def admit_body(self, access: Access, method: str, raw_uri: str, body: bytes) -> None:
         """Raise Denied unless the body keeps the request admitted: a forwarded identity's

@@ -1,0 +1,95 @@
+"""Answers of the hot reads, remembered per applied log position and served without Flask.
+
+A client's hot path reads more than schemas by id: the latest version of a subject
+(`use.latest.version`, Spark, CLIs), the lookup of a schema under a subject (every
+serializer with `auto.register.schemas=false`), the subject and version lists, the
+config. Each of these answers is a function of the request and of the log as applied
+so far, nothing else: so the first answer Flask gives at a log position is kept, and
+the same request at the same position is answered from it on the event loop.
+
+There is no second copy of the routing rules or of the views: Flask routes and answers
+the first request, and its endpoint (left in the environ by the app) says whether the
+answer may be kept (`HOT`). Any record applied moves the position and so retires every
+kept answer at once, which keeps read-your-writes: a writer is answered only once its
+record is applied. What is kept is bounded by bytes (least recently used goes first).
+
+A kept answer is keyed by everything it may depend on: method, path, query, body, the
+content type negotiated from Accept, and with security on the caller's principal and
+the rules in force (`Guard.viewer`: listings show only what the caller may read).
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from cachetools import LRUCache
+
+# Flask endpoints whose 200 answers depend on the request and the applied log alone.
+HOT = frozenset({
+    "subjects.list_subjects", "subjects.list_versions", "subjects.get_version", "subjects.get_version_schema",
+    "subjects.lookup_schema", "subjects.latest_with_metadata", "subjects.referenced_by",
+    "schemas.get_schema", "schemas.get_schema_text", "schemas.get_schema_subjects", "schemas.get_schema_versions",
+    "schemas.list_schemas", "schemas.schema_types",
+    "config.get_config", "config.get_mode",
+})
+# Methods whose answers may be kept: reads, and the lookup (a POST that writes nothing).
+METHODS = frozenset({"GET", "POST"})
+_MAX_ENTRY_BYTES = 1 << 20  # a larger answer (a huge listing) is not worth keeping
+_ENTRY_OVERHEAD = 256  # the key, the entry and the cache's own bookkeeping, roughly
+
+
+@dataclass(frozen=True, slots=True)
+class KeptAnswer:
+    position: int  # the applied log position it was computed at
+    endpoint: str  # for metrics
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    size: int
+
+
+class ReadMemo:
+    """Thread-safe: listeners on several event loops share it."""
+
+    def __init__(self, position: Callable[[], int], ready: Callable[[], bool], max_bytes: int = 16 << 20) -> None:
+        self._position = position
+        self._ready = ready
+        self._kept: LRUCache[Hashable, KeptAnswer] = LRUCache(maxsize=max_bytes, getsizeof=lambda a: a.size)
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(method: str, path: str, query: bytes, body: bytes, content_type: str,
+            viewer: Hashable) -> Hashable:
+        digest = hashlib.blake2b(body, digest_size=16).digest() if body else b""
+        return (method, path, query, digest, content_type, viewer)
+
+    def position(self) -> int | None:
+        """The position an answer computed now would be kept under, or None when the node
+        is not ready (it answers 503 then, which is never kept)."""
+        return self._position() if self._ready() else None
+
+    def get(self, key: Hashable) -> KeptAnswer | None:
+        """The kept answer to this request at the current position, if any. Never blocks
+        for long (a lock held for a dict operation)."""
+        position = self.position()
+        if position is None:
+            return None
+        with self._lock:
+            kept = self._kept.get(key)
+        return kept if kept is not None and kept.position == position else None
+
+    def keep(self, key: Hashable, position: int, endpoint: str, headers: list[tuple[bytes, bytes]],
+             body: bytes) -> None:
+        """Keep Flask's 200 answer to `key`, computed at `position` (read before Flask ran:
+        an answer that already saw a later record is then only ever served at the
+        earlier position, which has passed by the time anyone waits on that record)."""
+        if endpoint not in HOT or len(body) > _MAX_ENTRY_BYTES:
+            return
+        size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2])  # type: ignore[index]
+        with self._lock:
+            self._kept[key] = KeptAnswer(position, endpoint, headers, body, size)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._kept)
