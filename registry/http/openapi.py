@@ -46,6 +46,7 @@ class Doc:
     body: str | None = None  # a component schema name
     answer_type: str = CONTENT_TYPE
     extra: dict[str, Any] = field(default_factory=dict)  # more operation fields
+    no_content: bool = False  # success is 204 with no body
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -67,8 +68,10 @@ _SCHEMA_TEXT = {"description": "The schema text itself (JSON for AVRO and JSON, 
 _OFFSET = Param("offset", "integer", "Skip this many")
 _LIMIT = Param("limit", "integer", "At most this many (<= 0: all)")
 _CONTEXT_OF = Param("subject", "string", "A subject naming the context to look the id up in")
+_ASSOCIATION_TYPE = Param("associationType", "string", "Only associations of this type (repeatable)")
 _ASSOCIATION_FILTERS = (Param("resourceType", "string", "Only associations of this resource type"),
-                        Param("lifecycle", "string", "Only STRONG or WEAK associations"), _OFFSET, _LIMIT)
+                        _ASSOCIATION_TYPE, Param("lifecycle", "string", "Only STRONG or WEAK associations"),
+                        _OFFSET, _LIMIT)
 
 DOCS: dict[tuple[str, str], Doc] = {
     ("subjects.list_subjects", "GET"): Doc(
@@ -85,7 +88,9 @@ DOCS: dict[tuple[str, str], Doc] = {
         (_DELETED, Param("deletedOnly", "boolean", "Only soft-deleted versions"), _OFFSET, _LIMIT)),
     ("subjects.latest_with_metadata", "GET"): Doc(
         "The latest version of a subject whose metadata matches (Confluent's data contracts; "
-        "without metadata the latest)", "Subjects", _ref("SubjectVersion"), (_DELETED,)),
+        "without metadata the latest)", "Subjects", _ref("SubjectVersion"),
+        (Param("key", "string", "A metadata property name (repeatable, paired with value)"),
+         Param("value", "string", "The value the key must have"), _DELETED)),
     ("subjects.modify_tags", "POST"): Doc(
         "Tags on a version (Confluent's data contracts: not served, 42205)", "Subjects", {"type": "object"},
         body="Any"),
@@ -135,7 +140,7 @@ DOCS: dict[tuple[str, str], Doc] = {
         "List the contexts", "Contexts", _array({"type": "string"}),
         (Param("contextPrefix", "string", "Only contexts starting with this"), _OFFSET, _LIMIT)),
     ("contexts.delete_context", "DELETE"): Doc(
-        "Delete an empty context", "Contexts", {"type": "object"}),
+        "Delete an empty context", "Contexts", {}, no_content=True),
     ("associations.by_subject", "GET"): Doc(
         "The associations of a subject", "Associations", _array(_ref("Association")), _ASSOCIATION_FILTERS),
     ("associations.by_resource_id", "GET"): Doc(
@@ -148,9 +153,10 @@ DOCS: dict[tuple[str, str], Doc] = {
         "Associate a resource with subjects (registering their schemas)", "Associations", {"type": "object"},
         (Param("dryRun", "boolean", "Check only; write nothing"),), body="Any"),
     ("associations.delete", "DELETE"): Doc(
-        "Delete a resource's associations", "Associations", {"type": "object"},
-        (Param("resourceType", "string", "Only associations of this resource type"),
-         Param("cascadeLifecycle", "boolean", "Also delete the subjects of strong associations"))),
+        "Delete a resource's associations", "Associations", {},
+        (Param("resourceType", "string", "Only associations of this resource type"), _ASSOCIATION_TYPE,
+         Param("cascadeLifecycle", "boolean", "Also delete the subjects of strong associations")),
+        no_content=True),
     ("associations.not_served", "POST"): Doc(
         "Batch and upsert association operations (not served, 42205)", "Associations", {"type": "object"},
         body="Any"),
@@ -287,7 +293,8 @@ def _operation(template: str, method: str, endpoint: str, doc: Doc) -> dict[str,
         "summary": doc.summary,
         "tags": [doc.tag],
         "responses": {
-            "200": {"description": "OK", "content": {doc.answer_type: {"schema": doc.answer}}},
+            **({"204": {"description": "No Content"}} if doc.no_content else
+               {"200": {"description": "OK", "content": {doc.answer_type: {"schema": doc.answer}}}}),
             "default": {"description": "Confluent's error body", "content": {CONTENT_TYPE: {"schema": _ref("Error")}}},
         },
         "security": [{}, {"basic": []}, {"bearer": []}],

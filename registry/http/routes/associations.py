@@ -25,7 +25,7 @@ from registry.http.bodies import (
     rule_set,
     version_body,
 )
-from registry.http.context import node, service
+from registry.http.context import node, readable, service
 from registry.service import RegisterRequest
 from store.records import AssociationValue
 
@@ -58,6 +58,9 @@ def _filters() -> dict[str, Any]:
 
 
 def _page(found: list[AssociationValue]) -> Any:
+    """Those the caller may read (through their subjects), then the page."""
+    shown = set(readable(dict.fromkeys(a.subject for a in found)))
+    found = [a for a in found if a.subject in shown]
     offset, limit = max(int_arg("offset", 0), 0), int_arg("limit", -1)
     found = found[offset:] if limit <= 0 else found[offset:offset + limit]
     return json_response([association_body(a) for a in found])

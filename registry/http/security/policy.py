@@ -70,11 +70,12 @@ ROUTE_POLICIES: Mapping[tuple[str, str], Policy] = {
     # contexts: their names come from every subject; deleting one is registry-wide
     ("contexts.list_contexts", "GET"): _READ_GLOBAL,
     ("contexts.delete_context", "DELETE"): Policy(Operation.DELETE, Target.GLOBAL),
-    # associations: by subject like the subject; by resource, and changes (whose subjects
-    # are in the body), registry-wide
+    # associations: by subject like the subject; by resource a listing of those whose
+    # subjects the caller may read (Confluent's serializers ask for their topic's on every
+    # new schema); changes (whose subjects are in the body) registry-wide
     ("associations.by_subject", "GET"): _READ_SUBJECT,
-    ("associations.by_resource_id", "GET"): _READ_GLOBAL,
-    ("associations.by_resource_name", "GET"): _READ_GLOBAL,
+    ("associations.by_resource_id", "GET"): _LISTING,
+    ("associations.by_resource_name", "GET"): _LISTING,
     ("associations.create", "POST"): Policy(Operation.WRITE, Target.GLOBAL),
     ("associations.delete", "DELETE"): Policy(Operation.DELETE, Target.GLOBAL),
     ("associations.not_served", "POST"): Policy(Operation.WRITE, Target.GLOBAL),
