@@ -41,7 +41,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import ROOT, free_port, prefill, registry, rss_kib  # noqa: E402
+from registry_process import CLI, ROOT, avro_record, free_port, prefill, registry, rss_kib  # noqa: E402
 
 CONFLUENT_PUBLISHED = 6088
 LUA = """
@@ -69,7 +69,7 @@ end
 
 def wrk(url: str, duration: int, script: Path, headers: tuple[str, ...] = ()) -> tuple[float, float]:
     """One wrk run: (requests per second, p99 latency in ms)."""
-    out = subprocess.run(["wrk", "-t2", "-c100", f"-d{duration}s", "--latency", "-s", str(script),
+    out = subprocess.run(["wrk", "-t2", "-c100", f"-d{duration}s", "--timeout", "10s", "--latency", "-s", str(script),
                           *(a for h in headers for a in ("-H", h)), url],
                          capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in out or "Socket errors" in out:
@@ -123,6 +123,106 @@ def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _path_lua(template: str) -> str:
+    """A wrk script asking GET `template` with {n} cycling through the 1,000 schemas."""
+    path = ' .. n .. '.join(f'"{part}"' for part in template.split("{n}"))
+    return f"""
+counter = 0
+request = function()
+  counter = counter + 1
+  local n = (counter % 1000) + 1
+  return wrk.format("GET", {path})
+end
+"""
+
+
+def _lookup_lua() -> str:
+    """POST /subjects/subject-{n}: a serializer's lookup of the schema it holds."""
+    bodies = ",\n".join("[[" + json.dumps({"schema": avro_record(n)}) + "]]" for n in range(1, 1001))
+    return f"""
+bodies = {{
+{bodies}
+}}
+counter = 0
+request = function()
+  counter = counter + 1
+  local n = (counter % 1000) + 1
+  return wrk.format("POST", "/subjects/subject-" .. n, {{["Content-Type"] = "application/json"}}, bodies[n])
+end
+"""
+
+
+# The calls of issue 17's table: (label, wrk script)
+HOT_CALLS = [
+    ("GET /schemas/ids/{id}", _path_lua("/schemas/ids/{n}")),
+    ("GET /subjects/{s}/versions/latest", _path_lua("/subjects/subject-{n}/versions/latest")),
+    ("POST /subjects/{s} (lookup)", None),
+    ("GET /subjects", _path_lua("/subjects")),
+    ("GET /subjects/{s}/versions", _path_lua("/subjects/subject-{n}/versions")),
+    ("GET /schemas/ids/{id}/versions", _path_lua("/schemas/ids/{n}/versions")),
+    ("GET /config/{s}", _path_lua("/config/subject-{n}?defaultToGlobal=true")),
+    ("GET /schemas/ids/{id}?subject= (deserializers)", _path_lua("/schemas/ids/{n}?subject=subject-{n}")),
+]
+
+
+def hot_calls(runs: int, duration: int, before: Path | None) -> None:
+    """Every hot call of issue 17's table against the bare ASGI floor and our id path, all
+    servers up at once and measured round-robin (ours, the floor, and `before` if given)."""
+    work = Path(tempfile.mkdtemp())
+    scripts = []
+    for index, (label, lua) in enumerate(HOT_CALLS):
+        script = work / f"call-{index}.lua"
+        script.write_text(lua if lua is not None else _lookup_lua())
+        scripts.append((label, script))
+    (work / "ceiling_app.py").write_text(CEILING_APP)
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    names = ["floor: bare ASGI app on granian", "ours"] + (["before"] if before else [])
+    try:
+        with contextlib.ExitStack() as stack:
+            port = free_port()
+            floor = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--host",
+                                      "127.0.0.1", "--port", str(port), "--no-log", "ceiling_app:app"],
+                                     cwd=work, start_new_session=True, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+            stack.callback(lambda: (os.killpg(floor.pid, signal.SIGKILL), floor.wait()))
+            urls = [f"http://127.0.0.1:{port}"]
+            env = {"SCHEMA_REGISTRY_SERVER_THREADS": "32"}
+            for name in names[1:]:
+                data = work / f"data-{name}"
+                data.mkdir()
+                prefill(data, 1000)
+                cli = CLI if name == "ours" else before / ".venv" / "bin" / "schema-registry"
+                url, _ = stack.enter_context(registry(data, env, cli=cli))
+                urls.append(url)
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    urllib.request.urlopen(urls[0] + "/", timeout=1).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+            for label, script in scripts:
+                for url in urls:
+                    wrk(url, 2, script)  # warm-up
+                for _ in range(runs):
+                    for name, url in zip(names, urls):
+                        results.setdefault((name, label), []).append(wrk(url, duration, script))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nHot calls: 1,000 schemas, wrk -t2 -c100, {runs} x {duration}s round-robin, median (spread)")
+    print(f"{'call':48} {'server':32} {'req/s':>8} {'p99 ms':>8} {'vs floor':>9} {'vs id':>6}  runs")
+    floor_rps = statistics.median(r[0] for label, _ in scripts for r in results[(names[0], label)])
+    ours_id = statistics.median(r[0] for r in results[("ours", HOT_CALLS[0][0])])
+    for label, _ in scripts:
+        for name in names:
+            each = results[(name, label)]
+            rps, p99 = statistics.median(r[0] for r in each), statistics.median(r[1] for r in each)
+            print(f"{label:48} {name:32} {rps:8.0f} {p99:8.1f} {rps / floor_rps:8.2f}x {rps / ours_id:5.2f}x  "
+                  f"{', '.join(f'{r[0]:.0f}' for r in each)}")
 
 
 def security(runs: int, duration: int) -> None:
@@ -195,6 +295,8 @@ def main() -> None:
     parser.add_argument("--threads", default="32", help="server.threads values to try, comma-separated")
     parser.add_argument("--before", type=Path,
                         help="also measure this checkout (its .venv/bin/schema-registry), alternating runs with ours")
+    parser.add_argument("--calls", action="store_true",
+                        help="every hot call of issue 17 against the bare ASGI floor (and --before)")
     parser.add_argument("--security", action="store_true",
                         help="measure the cost of authentication, authorization and metrics instead")
     args = parser.parse_args()
@@ -202,6 +304,9 @@ def main() -> None:
         sys.exit("wrk is needed: apt-get install -y wrk")
     if args.security:
         security(args.runs, args.duration)
+        return
+    if args.calls:
+        hot_calls(args.runs, args.duration, args.before)
         return
     work = Path(tempfile.mkdtemp())
     script = work / "ids.lua"

@@ -58,6 +58,10 @@ class AsgiClient:
         sent = dict(headers or {})
         if body is not None and not any(k.lower() == "content-type" for k in sent):
             sent["Content-Type"] = CONTENT_TYPE
+        framing = {"content-length", "transfer-encoding"}
+        if (body is not None or chunks is not None) and not any(k.lower() in framing for k in sent):
+            # As any HTTP/1.1 client frames a body (without, the server reads none).
+            sent["Content-Length"] = str(len(body) if chunks is None else sum(map(len, chunks)))
         messages = ([{"type": "http.request", "body": c, "more_body": more_after_last or i < len(chunks) - 1}
                      for i, c in enumerate(chunks)] if chunks is not None
                     else [{"type": "http.request", "body": body or b"", "more_body": False}])

@@ -267,7 +267,7 @@ def test_bodies_in_flight_share_a_memory_budget():
         def scope():
             return {"type": "http", "method": "POST", "path": "/subjects/s/versions",
                     "raw_path": b"/subjects/s/versions", "query_string": b"", "http_version": "1.1",
-                    "headers": [(b"content-type", b"application/json")]}
+                    "headers": [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")]}
 
         async def both():
             release = asyncio.Event()
@@ -309,3 +309,21 @@ def test_a_schema_larger_than_the_log_takes_is_42209_and_writes_nothing():
         assert_refused(client.post("/subjects/big/versions", {"schema": big}), 422, 42209)
         assert end(client) == before
         assert client.post("/subjects/small/versions", {"schema": '"string"'}).status == 200
+
+
+def test_a_request_without_body_framing_has_no_body(client):
+    """HTTP/1.1 (RFC 9112 6.3): no Content-Length and no Transfer-Encoding means no body.
+    The bridge does not wait for one: a receive that would block forever is never called."""
+    async def never() -> dict:
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/subjects", "raw_path": b"/subjects", "query_string": b"",
+             "http_version": "1.1", "headers": [(b"host", b"x")]}
+    asyncio.run(asyncio.wait_for(client.app(scope, never, send), 5))
+    assert sent[0]["status"] == 200, "answered without reading a body"
