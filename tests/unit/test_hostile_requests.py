@@ -5,6 +5,7 @@ Each case here was reproduced against the registry before it was fixed (issue 11
 """
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -241,7 +242,6 @@ def test_a_body_that_stops_arriving_is_dropped_with_408():
 
 
 def test_bodies_in_flight_share_a_memory_budget():
-    import asyncio
 
     with NodeClient(**{"max.inflight.request.bytes": "100000", "max.request.bytes": "80000"}) as client:
         sent: dict[int, dict] = {}
