@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -175,17 +176,46 @@ def wheelhouse(arch: str, log: Log) -> Path:
     log(f"images: downloading the registry's dependencies into {folder}")
     staging = Path(tempfile.mkdtemp(prefix="wheels-", dir=STATE_DIR))
     for subfolder, wanted in (("runtime", runtime), ("build", build)):
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(staging / subfolder),
-                   "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-                   *(arg for platform in platforms for arg in ("--platform", platform)), *wanted]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
+        try:
+            _download(staging / subfolder, list(wanted), platforms)
+        except ImageBuildError:
             shutil.rmtree(staging, ignore_errors=True)
-            raise ImageBuildError(f"pip could not download the registry's wheels:\n{done.stdout}{done.stderr}")
+            raise
     (staging / ".complete").touch()
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
     return folder
+
+
+_NO_WHEEL = re.compile(r"No matching distribution found for ([A-Za-z0-9._-]+)==([^\s;]+)")
+
+
+def _download(dest: Path, wanted: list[str], platforms: list[str]) -> None:
+    """Wheels of `wanted` and their dependencies for the engine's platform into `dest`.
+    pip only downloads for another platform with --only-binary, so a pin published as
+    a source distribution alone (pure-sasl) is built into a wheel here, once, and must
+    come out pure Python (any platform); then the rest is downloaded again without it."""
+    built: set[str] = set()
+    while True:
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(dest),
+                   "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                   *(arg for platform in platforms for arg in ("--platform", platform)), *wanted]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        missing = _NO_WHEEL.search(done.stdout + done.stderr)
+        pin = f"{missing.group(1)}=={missing.group(2)}" if missing else None
+        if pin is None or pin.lower() in built or pin not in wanted:
+            raise ImageBuildError(f"pip could not download the registry's wheels:\n{done.stdout}{done.stderr}")
+        before = set(dest.glob("*.whl"))
+        wheel = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+                                str(dest), pin], capture_output=True, text=True)
+        made = set(dest.glob("*.whl")) - before
+        if wheel.returncode != 0 or not made or not all(w.name.endswith("-none-any.whl") for w in made):
+            raise ImageBuildError(f"{pin} has no wheel for the engine's platform and does not build into a "
+                                  f"pure-Python one:\n{wheel.stdout}{wheel.stderr}")
+        built.add(pin.lower())
+        wanted.remove(pin)
 
 
 # ---------------------------------------------------------------------------- builds
