@@ -86,6 +86,9 @@ class ReadMemo:
         earlier position, which has passed by the time anyone waits on that record)."""
         if endpoint not in HOT or len(body) > _MAX_ENTRY_BYTES:
             return
+        # A copy: orjson's bytes keep its 4 KiB write buffer, whatever their length, and
+        # what is kept must weigh what it is counted at.
+        body = bytes(memoryview(body))
         size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2])  # type: ignore[index]
         with self._lock:
             self._kept[key] = KeptAnswer(position, endpoint, headers, body, size)
