@@ -39,6 +39,7 @@ import logging
 import threading
 import time
 import uuid
+from contextvars import ContextVar
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, Union
@@ -58,6 +59,11 @@ from store.records import (
 )
 
 log = logging.getLogger(__name__)
+
+# When the request a write serves came in (time.monotonic()), if the caller knows: the
+# timeout counts from then, so time spent waiting before `write` (for a thread to run
+# on, for an election) is not granted again. Set by the HTTP layer around each request.
+REQUEST_STARTED: ContextVar[float | None] = ContextVar("request_started", default=None)
 
 T = TypeVar("T")
 _WRITE_ATTEMPTS = 20
@@ -228,10 +234,20 @@ class LogWriter:
         needed. On a follower (another node leads) the log is not touched at all: what
         `plan` answers without records it answers from this node's cache, anything else
         raises NotWriter at once, to be forwarded. Blocks for the lock, the catch-up,
-        the append and the apply, all within one timeout from the call. Raises
-        NotWriter, StoreTimeout, LogUnavailable, or what `plan` raises.
+        the append and the apply, all within one timeout from the call, or from
+        `REQUEST_STARTED` when the caller set it earlier. Raises NotWriter, StoreTimeout,
+        LogUnavailable, or what `plan` raises.
         """
-        result = self._write(plan, permitted=True, deadline=time.monotonic() + self._timeout)
+        deadline = time.monotonic() + self._timeout
+        started = REQUEST_STARTED.get()
+        if started is not None:
+            deadline = min(deadline, started + self._timeout)
+            if deadline <= time.monotonic():
+                # Waited its whole timeout before getting here (for a server thread, say):
+                # refuse before touching the log, rather than start a write that has
+                # no time left to be acknowledged in.
+                raise StoreTimeout(f"no time left: the request came in {self._timeout:g} s ago")
+        result = self._write(plan, permitted=True, deadline=deadline)
         if self._reader.misplaced_latest:
             self.repair_misplaced()
         return result

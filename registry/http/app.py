@@ -47,10 +47,11 @@ from registry.http.security.tls import client_context
 from registry.node import Node
 from registry.subjects import normalize_subject
 from store.log import LogUnavailable, RecordTooLarge
-from store.writer import NotWriter, StoreTimeout
+from store.writer import REQUEST_STARTED, NotWriter, StoreTimeout
 
 log = logging.getLogger(__name__)
 
+_STARTED_TOKEN = "registry.started_token"
 # Answered before the node has caught up with the log, so orchestrators can probe it.
 _ALWAYS_ANSWERED = ("/ready", "/health", "/leader")
 
@@ -128,6 +129,20 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
         # Probes are answered whatever they accept: a health check must not fail on a header.
         if request.path not in _ALWAYS_ANSWERED and response_type(request.headers.get("Accept")) is None:
             raise errors.NotAcceptable("HTTP 406 Not Acceptable")
+
+    @app.before_request
+    def _count_from_receipt() -> None:
+        # A write's timeout counts from when the request came in (store.writer), so
+        # time queued for a server thread is not granted twice.
+        received = request.environ.get(RECEIVED)
+        if received is not None:
+            request.environ[_STARTED_TOKEN] = REQUEST_STARTED.set(received)
+
+    @app.teardown_request
+    def _forget_receipt(_: BaseException | None) -> None:
+        token = request.environ.pop(_STARTED_TOKEN, None)
+        if token is not None:
+            REQUEST_STARTED.reset(token)
 
     @app.before_request
     def _require_ready() -> None:

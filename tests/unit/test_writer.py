@@ -13,7 +13,7 @@ from store.cache import Cache
 from store.memory_log import MemoryLog
 from store.reader import LogReader
 from store.records import ConfigKey, ConfigValue, SchemaKey, SchemaValue, encode_key, encode_value
-from store.writer import LogWriter, NotWriter
+from store.writer import REQUEST_STARTED, LogWriter, NotWriter, StoreTimeout
 
 
 @dataclass
@@ -244,3 +244,51 @@ def test_a_write_queued_behind_a_stuck_one_gives_up_within_its_own_timeout(log, 
     finally:
         release.set()
         stuck.join(5)
+
+
+def test_the_timeout_counts_from_when_the_request_came_in(log, members):
+    """A write that already waited its whole timeout before reaching the writer (queued
+    for a server thread) is refused at once and appends nothing; one with time left
+    gets only what is left."""
+    node = member(members, log, timeout=1.0)
+    node.writer.take_office("http://a:8081")
+    end = log.end_offset()
+    token = REQUEST_STARTED.set(time.monotonic() - 1.5)
+    try:
+        with pytest.raises(StoreTimeout):
+            node.writer.write(lambda: ([config_record("FULL")], None))
+    finally:
+        REQUEST_STARTED.reset(token)
+    assert log.end_offset() == end, "nothing appended for a request out of time"
+    token = REQUEST_STARTED.set(time.monotonic() - 0.5)
+    try:
+        node.writer.write(lambda: ([config_record("FULL")], None))
+    finally:
+        REQUEST_STARTED.reset(token)
+    assert node.cache.config(None) == ConfigValue("FULL"), "with time left the write goes through"
+
+
+def test_a_request_queued_past_its_timeout_is_answered_50002_without_a_write():
+    """Through the HTTP layer: the bridge's receipt time reaches the writer."""
+    from registry.http import asgi
+    from tests.asgi_client import NodeClient
+
+    class Earlier:
+        @staticmethod
+        def monotonic() -> float:
+            return time.monotonic() - 3600  # as if the request had waited an hour for a thread
+
+        def __getattr__(self, name: str):
+            return getattr(time, name)
+
+    with NodeClient() as client:
+        end = client.node.log.end_offset()
+        real = asgi.time
+        asgi.time = Earlier()
+        try:
+            answer = client.post("/subjects/late/versions", {"schema": '"string"'})
+        finally:
+            asgi.time = real
+        assert answer.status == 500 and answer.json()["error_code"] == 50002, answer.body
+        assert client.node.log.end_offset() == end, "nothing written"
+        assert client.post("/subjects/late/versions", {"schema": '"string"'}).status == 200
