@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
+from registry.parse_memo import ParseMemo
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
 from registry.schema_types.avro_tags import TagPathError, with_tags
 from store.cache import Cache, StoredSchema, content_key, qualify_reference
@@ -135,6 +136,9 @@ class RegistryService:
         self._types = schema_types if schema_types is not None else SCHEMA_TYPES
         self._parsed: OrderedDict[tuple[str, int], ParsedSchema] = OrderedDict()
         self._parsed_lock = threading.Lock()
+        # Serializers submit the same texts again and again (lookups, re-registration on
+        # start-up): their parsed forms are remembered, bounded.
+        self._parse_memo = ParseMemo()
 
     def schema_types(self) -> list[str]:
         return sorted(self._types)
@@ -827,14 +831,17 @@ class RegistryService:
         if schema_type is None:
             raise errors.InvalidSchema(f"Invalid schema type {new.schema_type}")
         references = self._resolve_references(new.references, subject)
+        memo = self._parse_memo
         try:
-            return schema_type.parse(new.schema, references, lenient=lenient)
+            return memo.parse(new.schema_type, new.schema, references, lenient,
+                              lambda: schema_type.parse(new.schema, references, lenient=lenient))
         except InvalidSchema as exc:
             if lenient:
                 raise errors.InvalidSchema(f"Invalid schema: {exc}") from None
             error = exc
         try:
-            parsed = schema_type.parse(new.schema, references, lenient=True)
+            parsed = memo.parse(new.schema_type, new.schema, references, True,
+                                lambda: schema_type.parse(new.schema, references, lenient=True))
         except InvalidSchema:
             raise errors.InvalidSchema(f"Invalid schema: {error}") from None
         if self._is_stored(subject, new, parsed) or self._latest_is_grandfathered(subject, new.schema_type):
