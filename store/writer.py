@@ -24,6 +24,15 @@ The protocol, in order, for every write:
    elsewhere (`store.reader`), so a late append from a zombie has no effect.
 5. **Read your writes**: return only once this node's reader has applied the records.
 
+**Group commit** (`write_grouped`): registrations that arrive while a batch is being
+written queue up; the next writer to find no batch under way plans every queued write
+in order, each against the cache caught up to the log's end plus the records of the
+writes planned before it in the batch (`PendingWrites`), and appends them all with one
+`Log.append_many` (one produce round trip, one SQLite transaction), every record still
+conditional on its offset. A write whose record keys collide with an earlier one in
+the batch waits for the next batch, so it is planned on the state the earlier one left.
+Each write keeps its own deadline, and returns once this node has applied its records.
+
 Also here: the leader's fence (a NOOP record naming its term, carrying the id
 watermark), the watermark raised with every hard delete so that compaction can never
 free an id for reuse (DESIGN invariant 3), and re-stating keys whose newest record readers
@@ -102,6 +111,51 @@ Record = Union[tuple[Key, Value | None], Restated]
 Plan = Callable[[], tuple[list[Record], T]]
 
 
+class PendingWrites:
+    """The records of the writes planned before this one in its batch, in order: not
+    in the log nor the cache yet, but they will land just before this write's records.
+    A grouped plan reads the cache and these together (the next free id, say)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[Key, Value | None]] = []
+        self.raw_keys: set[bytes] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+    def values(self) -> list[Value]:
+        return [value for _, value in self.records if value is not None]
+
+
+class PlanAlone(Exception):
+    """Raised by a grouped plan that cannot be planned beside the pending writes of its
+    batch: it is planned again first in the next batch. Only raise it while
+    `PendingWrites` is not empty (first in a batch, a write is planned alone)."""
+
+
+GroupPlan = Callable[[PendingWrites], tuple[list[Record], T]]
+
+# What became of a queued write (`_Queued.kind`).
+_DONE, _FAILED, _AWAIT_OFFICE, _FOLLOW = range(4)
+
+
+class _Queued:
+    """One write waiting for, or planned in, a batch. Fields change under the queue's
+    condition only."""
+
+    __slots__ = ("plan", "deadline", "taken", "kind", "result", "error", "applied_at", "conflicts")
+
+    def __init__(self, plan: GroupPlan, deadline: float) -> None:
+        self.plan = plan
+        self.deadline = deadline
+        self.taken = False  # in a batch being written: the waiter can no longer withdraw it
+        self.kind: int | None = None
+        self.result: object = None
+        self.error: BaseException | None = None
+        self.applied_at: int | None = None  # applied once the reader reaches this offset
+        self.conflicts = 0  # appends of it that someone else's append displaced
+
+
 class LogWriter:
     """Appends to `log` for this node; see the module docstring for the protocol.
 
@@ -124,6 +178,11 @@ class LogWriter:
         self._caught_up = False
         self._ready_target: int | None = None
         self._repairing = False
+        # Group commit: writes waiting for a batch, and whether a writer is running one.
+        self._queue: list[_Queued] = []
+        self._queue_changed = threading.Condition()
+        self._combining = False
+        self.batches = 0  # batches grouped writes were appended in (for tests and benches)
         self.accepted_appends = 0  # records this node appended that the log took in place
 
     @property
@@ -235,6 +294,214 @@ class LogWriter:
         if self._reader.misplaced_latest:
             self.repair_misplaced()
         return result
+
+    def write_grouped(self, plan: GroupPlan[T]) -> T:
+        """As `write`, but `plan` may share one append with other writes (group commit,
+        see the module docstring): it is called with the `PendingWrites` of the writes
+        planned before it in its batch and must plan as if their records were applied.
+        It may raise `PlanAlone` to be planned again first in the next batch.
+
+        Blocks within one timeout from the call, as `write`: for the writes queued
+        ahead, the batch's append and the apply of this write's records. A write that
+        times out while in a batch being appended may still land. Raises as `write`.
+        """
+        deadline = time.monotonic() + self._timeout
+        while True:
+            if self._election.leads_elsewhere():
+                return self._answer_as_follower(lambda: plan(PendingWrites()))
+            item = _Queued(plan, deadline)
+            self._run_queued(item)
+            if item.kind == _DONE:
+                if item.applied_at is not None and not self._reader.wait_until(item.applied_at,
+                                                                               _remaining(deadline)):
+                    raise StoreTimeout("timed out waiting for the write to be applied")
+                if self._reader.misplaced_latest:
+                    self.repair_misplaced()
+                return item.result  # type: ignore[return-value]
+            if item.kind == _FAILED:
+                assert item.error is not None
+                raise item.error
+            if item.kind == _AWAIT_OFFICE:
+                self._await_office(deadline)
+            # _FOLLOW: another node leads now; the loop answers as a follower
+
+    def _run_queued(self, item: _Queued) -> None:
+        """Queue `item` and return once a batch has decided its fate (`item.kind`): run
+        batches here while no other thread does, else wait for the one that does.
+        Raises StoreTimeout at the item's deadline."""
+        with self._queue_changed:
+            self._queue.append(item)
+            while item.kind is None:
+                if not self._combining:
+                    self._combining = True
+                    break
+                remaining = item.deadline - time.monotonic()
+                if remaining <= 0:
+                    if not item.taken:
+                        self._queue.remove(item)
+                        raise StoreTimeout("timed out waiting for the writes ahead of this one")
+                    raise StoreTimeout("timed out waiting for the write to be appended")
+                self._queue_changed.wait(remaining)
+            else:
+                return
+        try:
+            while item.kind is None:
+                self._run_batch()
+        finally:
+            with self._queue_changed:
+                self._combining = False
+                self._queue_changed.notify_all()
+
+    def _run_batch(self) -> None:
+        """Take every queued write, plan them in order and append them together."""
+        with self._queue_changed:
+            batch, self._queue = self._queue, []
+            for item in batch:
+                item.taken = True
+        if not batch:
+            return
+        deferred: list[_Queued] = []
+        try:
+            latest = max(item.deadline for item in batch)
+            if not self._lock.acquire(timeout=_remaining(latest)):
+                for item in batch:
+                    self._settle(item, _FAILED, error=StoreTimeout(
+                        "timed out waiting for the writes ahead of this one"))
+                return
+            try:
+                deferred = self._plan_and_append(batch, latest)
+            finally:
+                self._lock.release()
+        except BaseException as exc:  # never leave a waiter without an answer
+            for item in batch:
+                if item.kind is None and item not in deferred:
+                    self._settle(item, _FAILED, error=exc)
+            raise
+        finally:
+            with self._queue_changed:
+                for item in deferred:
+                    item.taken = False
+                self._queue[:0] = deferred  # first in the next batch, in their order
+                self._queue_changed.notify_all()
+
+    def _plan_and_append(self, batch: list[_Queued], latest: float) -> list[_Queued]:
+        """Under the write lock: plan `batch` in order and append what it plans in one go.
+        Settles every item, except those returned: to be planned again next batch."""
+        try:
+            end = self._catch_up(latest)
+        except (StoreTimeout, LogUnavailable) as exc:
+            for item in batch:
+                self._settle(item, _FAILED, error=exc)
+            return []
+        if self._election.leads_elsewhere():
+            for item in batch:
+                self._settle(item, _FOLLOW)
+            return []
+        in_office = self.in_office()
+        pending = PendingWrites()
+        deferred: list[_Queued] = []
+        planned: list[tuple[_Queued, object, list[tuple[bytes, bytes | None]]]] = []
+        for item in batch:
+            if time.monotonic() >= item.deadline:
+                self._settle(item, _FAILED, error=StoreTimeout("timed out waiting for the writes ahead of this one"))
+                continue
+            try:
+                records, result = item.plan(pending)
+                if not records:
+                    self._settle(item, _DONE, result=result)
+                    continue
+                if not in_office:
+                    self._settle(item, _AWAIT_OFFICE)
+                    continue
+                encoded = self._encode_all(records)
+            except PlanAlone as exc:
+                if pending:
+                    deferred.append(item)
+                else:  # alone already: deferring would never end
+                    self._settle(item, _FAILED, error=RuntimeError(f"a plan asked to be planned alone "
+                                                                   f"while it was: {exc}"))
+                continue
+            except Exception as exc:  # the plan's refusal, or RecordTooLarge: this write's own
+                self._settle(item, _FAILED, error=exc)
+                continue
+            raw_keys = {raw_key for raw_key, _ in encoded}
+            if not raw_keys.isdisjoint(pending.raw_keys):
+                deferred.append(item)  # planned on a state an earlier write changes
+                continue
+            pending.records.extend(r for r in records if not isinstance(r, Restated))
+            pending.raw_keys |= raw_keys
+            planned.append((item, result, encoded))
+        if planned:
+            deferred += self._append_planned(planned, end, latest)
+        return deferred
+
+    def _append_planned(self, planned: list[tuple[_Queued, object, list[tuple[bytes, bytes | None]]]],
+                        end: int, latest: float) -> list[_Queued]:
+        """Append the records of `planned` at `end`, `end + 1`, ... and settle each write:
+        done where all its records landed in place, else the log's error. Returns those
+        that someone else's append displaced: to be planned again in the next batch."""
+        flat = [record for _, _, encoded in planned for record in encoded]
+        self._known_end = None  # unknown until the append says where it landed
+        self.batches += 1
+        try:
+            offsets = self._append_many(flat, end, latest)
+        except LogConflict:
+            return self._displaced([item for item, _, _ in planned])
+        except (LogUnavailable, RecordTooLarge) as exc:
+            for item, _, _ in planned:
+                self._settle(item, _FAILED, error=exc)
+            return []
+        displaced: list[_Queued] = []
+        position = end
+        for item, result, encoded in planned:
+            mine = offsets[position - end:position - end + len(encoded)]
+            expected = range(position, position + len(encoded))
+            position += len(encoded)
+            if all(landed == wanted for landed, wanted in zip(mine, expected)):
+                self.accepted_appends += len(encoded)
+                self._settle(item, _DONE, result=result, applied_at=position)
+            elif -1 in mine:
+                self._settle(item, _FAILED, error=LogUnavailable("the log did not confirm the write"))
+            else:
+                displaced.append(item)
+        if all(landed == end + i for i, landed in enumerate(offsets)):
+            self._known_end = end + len(offsets)
+        return self._displaced(displaced)
+
+    def _displaced(self, items: list[_Queued]) -> list[_Queued]:
+        """`items` lost their place to someone else's append: those with attempts left,
+        to be planned again on the new state; the others give up."""
+        again = []
+        for item in items:
+            item.conflicts += 1
+            if item.conflicts >= _WRITE_ATTEMPTS:
+                self._settle(item, _FAILED, error=StoreTimeout("gave up writing: other writers kept appending first"))
+            else:
+                again.append(item)
+        return again
+
+    def _append_many(self, records: list[tuple[bytes, bytes | None]], expected: int, deadline: float) -> list[int]:
+        """`Log.append_many`, or one conditional append per record where the log lacks it."""
+        append_many = getattr(self._log, "append_many", None)
+        if append_many is not None:
+            return append_many(records, expected, timeout=_remaining(deadline))
+        offsets: list[int] = []
+        for index, (raw_key, raw_value) in enumerate(records):
+            try:
+                offsets.append(self._log.append(raw_key, raw_value, expected_offset=expected + index,
+                                                timeout=_remaining(deadline)))
+            except LogConflict:
+                if not offsets:
+                    raise
+                break
+        return offsets + [expected - 1] * (len(records) - len(offsets))  # the rest: not in place
+
+    def _settle(self, item: _Queued, kind: int, *, result: object = None, error: BaseException | None = None,
+                applied_at: int | None = None) -> None:
+        with self._queue_changed:
+            item.result, item.error, item.applied_at = result, error, applied_at
+            item.kind = kind
+            self._queue_changed.notify_all()
 
     def id_watermark(self, released: Iterable[int]) -> tuple[Key, Value]:
         """A record re-stating the latest fence with the id watermark raised to cover
@@ -362,6 +629,18 @@ class LogWriter:
         Raises RecordTooLarge, before anything is appended, if one of them is larger
         than the log accepts.
         """
+        offset = expected - 1
+        for raw_key, raw_value in self._encode_all(records):
+            offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1,
+                                      timeout=_remaining(deadline))
+        return offset
+
+    def _encode_all(self, records: list[Record]) -> list[tuple[bytes, bytes | None]]:
+        """The (key, value) bytes to append for `records`, in order.
+
+        Raises RecordTooLarge, before anything is appended, if one of them is larger
+        than the log accepts.
+        """
         encoded = [self._encode(item) for item in records]
         limit = self._log.max_record_bytes
         if limit is not None:
@@ -370,12 +649,7 @@ class LogWriter:
                 if size > limit:
                     raise RecordTooLarge(f"a record of {size} bytes is larger than the {limit} bytes "
                                          "the schema log accepts")
-        offset = expected - 1
-        for forms, raw_value in encoded:
-            for raw_key in forms:
-                offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1,
-                                          timeout=_remaining(deadline))
-        return offset
+        return [(raw_key, raw_value) for forms, raw_value in encoded for raw_key in forms]
 
     def _encode(self, item: Record) -> tuple[list[bytes], bytes | None]:
         """The key byte forms to append `item` under, and its value bytes."""
