@@ -150,6 +150,13 @@ class KafkaLog:
         self._read_lock = threading.Lock()
         self._position: int | None = None  # where the consumer delivers next; None: seek
         self._closed = False
+        # One thread serves the producer's delivery callbacks for every writer.
+        self._poller = threading.Thread(target=self._poll_producer, name="kafka-log-producer", daemon=True)
+        self._poller.start()
+
+    def _poll_producer(self) -> None:
+        while not self._closed:
+            self._producer.poll(_POLL_SLICE)  # returns as soon as a callback was served
 
     # ---- writing ------------------------------------------------------------
 
@@ -185,11 +192,8 @@ class KafkaLog:
             raise LogUnavailable(f"Kafka refused the write: {exc.args[0].str()}") from None
         # message.timeout.ms fails the record first; this margin only guards a lost callback.
         deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
-        while not done.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LogUnavailable("Kafka did not acknowledge the write in time")
-            producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
+        if not done.wait(max(deadline - time.monotonic(), 0.0)):  # served by the poller thread
+            raise LogUnavailable("Kafka did not acknowledge the write in time")
         err, offset = outcome[0]
         if err is not None:
             if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
@@ -214,6 +218,15 @@ class KafkaLog:
         record was acknowledged, RecordTooLarge when Kafka refused one as too large
         before any was acknowledged.
         """
+        return self.start_append_many(records, expected_offset)(timeout)
+
+    def start_append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int
+                          ) -> Callable[[float | None], list[int]]:
+        """`append_many` in two steps: produce now, in order after every record produced
+        before, and return the function that waits for the acknowledgements (as
+        `append_many`, with its `timeout`). Between the two, more records may be
+        produced: writes pipeline without waiting for each other's round trips.
+        Raises RecordTooLarge now when the first record is refused as too large."""
         origin = [(ORIGIN_HEADER, self.origin)] if self.origin else []
         offsets = [-1] * len(records)
         errors: list[KafkaError] = []
@@ -259,12 +272,14 @@ class KafkaLog:
                 settle()
                 break
         settle()  # the producing is over
+        return lambda timeout: self._acknowledged(producer, done, offsets, errors, refused, timeout)
+
+    def _acknowledged(self, producer: Producer, done: threading.Event, offsets: list[int],
+                      errors: list[KafkaError], refused: str | None, timeout: float | None) -> list[int]:
         deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
-        while not done.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
+        # The poller thread serves the delivery callbacks: a writer polling for its own
+        # would sit out a poll slice whenever another writer's poll served its callback.
+        done.wait(max(deadline - time.monotonic(), 0.0))
         if all(offset == -1 for offset in offsets):
             if any(e.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE) for e in errors):
                 raise RecordTooLarge(f"Kafka refused the record as too large: {errors[0].str()}")
@@ -370,6 +385,7 @@ class KafkaLog:
             self._closed = True
             self._consumer.close()
             self._ends.close()
+        self._poller.join(timeout=2 * _POLL_SLICE)
         self._producer.flush(self._timeout)
 
 

@@ -135,8 +135,40 @@ class PlanAlone(Exception):
 
 GroupPlan = Callable[[PendingWrites], tuple[list[Record], T]]
 
+# Batches whose round trips may overlap: below librdkafka's five requests in flight,
+# within which an idempotent producer keeps their order.
+_MAX_FLIGHTS = 4
+_POLL_FOR_APPLY = 0.05
+
 # What became of a queued write (`_Queued.kind`).
 _DONE, _FAILED, _AWAIT_OFFICE, _FOLLOW = range(4)
+
+
+class _Flight:
+    """A batch being appended: its writes, their records, and where it lands."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.end = start  # the offset after its last record, once in place
+        self.items: list[_Queued] = []
+        self.results: list[object] = []
+        self.sizes: list[int] = []
+        self.encoded: list[tuple[bytes, bytes | None]] = []
+        self.records: list[tuple[Key, Value | None]] = []
+        self.raw_keys: set[bytes] = set()
+        self.wait: Callable[[float], list[int]] | None = None
+        self.failure: Exception | None = None
+        self.landed = False
+
+    def add(self, item: _Queued, result: object, encoded: list[tuple[bytes, bytes | None]],
+            records: list[tuple[Key, Value | None]], raw_keys: set[bytes]) -> None:
+        self.items.append(item)
+        self.results.append(result)
+        self.sizes.append(len(encoded))
+        self.encoded += encoded
+        self.records += records
+        self.raw_keys |= raw_keys
+        self.end += len(encoded)
 
 
 class _Queued:
@@ -182,6 +214,8 @@ class LogWriter:
         self._queue: list[_Queued] = []
         self._queue_changed = threading.Condition()
         self._combining = False
+        self._flights: list[_Flight] = []  # appended or being appended, not yet applied
+        self._resync = False  # a batch did not land in place: ask the log where it ends
         self.batches = 0  # batches grouped writes were appended in (for tests and benches)
         self.accepted_appends = 0  # records this node appended that the log took in place
 
@@ -331,45 +365,57 @@ class LogWriter:
         Raises StoreTimeout at the item's deadline."""
         with self._queue_changed:
             self._queue.append(item)
-            while item.kind is None:
-                if not self._combining:
-                    self._combining = True
-                    break
-                remaining = item.deadline - time.monotonic()
-                if remaining <= 0:
-                    if not item.taken:
-                        self._queue.remove(item)
-                        raise StoreTimeout("timed out waiting for the writes ahead of this one")
-                    raise StoreTimeout("timed out waiting for the write to be appended")
-                self._queue_changed.wait(remaining)
-            else:
-                return
-        try:
-            while item.kind is None:
-                self._run_batch()
-        finally:
+        while True:
             with self._queue_changed:
-                self._combining = False
-                self._queue_changed.notify_all()
+                while item.kind is None and self._combining:
+                    remaining = item.deadline - time.monotonic()
+                    if remaining <= 0:
+                        if not item.taken:
+                            self._queue.remove(item)
+                            raise StoreTimeout("timed out waiting for the writes ahead of this one")
+                        raise StoreTimeout("timed out waiting for the write to be appended")
+                    self._queue_changed.wait(remaining)
+                if item.kind is not None:
+                    return
+                if item.taken:  # in a batch in flight: its landing settles it
+                    remaining = item.deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise StoreTimeout("timed out waiting for the write to be appended")
+                    self._queue_changed.wait(remaining)
+                    continue
+                self._combining = True
+            flight = None
+            try:
+                flight = self._run_batch()
+            finally:
+                with self._queue_changed:
+                    self._combining = False
+                    self._queue_changed.notify_all()
+            if flight is not None:
+                # The next batch may be planned and produced while this one's round
+                # trip is under way: it is planned on this one's records (pending).
+                self._land(flight)
 
-    def _run_batch(self) -> None:
-        """Take every queued write, plan them in order and append them together."""
+    def _run_batch(self) -> _Flight | None:
+        """Take every queued write, plan them in order and start appending them together.
+        Returns the batch in flight, whose landing (`_land`) settles its writes."""
         with self._queue_changed:
             batch, self._queue = self._queue, []
             for item in batch:
                 item.taken = True
         if not batch:
-            return
+            return None
         deferred: list[_Queued] = []
+        flight: _Flight | None = None
         try:
             latest = max(item.deadline for item in batch)
             if not self._lock.acquire(timeout=_remaining(latest)):
                 for item in batch:
                     self._settle(item, _FAILED, error=StoreTimeout(
                         "timed out waiting for the writes ahead of this one"))
-                return
+                return None
             try:
-                deferred = self._plan_and_append(batch, latest)
+                deferred, flight = self._plan_and_start(batch, latest)
             finally:
                 self._lock.release()
         except BaseException as exc:  # never leave a waiter without an answer
@@ -383,24 +429,57 @@ class LogWriter:
                     item.taken = False
                 self._queue[:0] = deferred  # first in the next batch, in their order
                 self._queue_changed.notify_all()
+        return flight
 
-    def _plan_and_append(self, batch: list[_Queued], latest: float) -> list[_Queued]:
-        """Under the write lock: plan `batch` in order and append what it plans in one go.
-        Settles every item, except those returned: to be planned again next batch."""
+    def _base(self, latest: float) -> tuple[int, PendingWrites]:
+        """Under the write lock: where the next batch lands and what is pending before it
+        (the records of batches in flight or landed but not applied yet)."""
+        with self._queue_changed:
+            self._prune_flights()
+            if self._resync or len(self._flights) >= _MAX_FLIGHTS:
+                # After a batch that did not land in place the log's end is unknown;
+                # and only so many round trips may overlap.
+                while any(not f.landed for f in self._flights):
+                    if not self._queue_changed.wait(_remaining(latest)):
+                        raise StoreTimeout("timed out waiting for the writes ahead of this one")
+                if self._resync:
+                    self._flights, self._resync, self._known_end = [], False, None
+            self._prune_flights()
+            flights = list(self._flights)
+        pending = PendingWrites()
+        for flight in flights:
+            pending.records.extend(flight.records)
+            pending.raw_keys |= flight.raw_keys
+        if flights:
+            return flights[-1].end, pending
+        return self._catch_up(latest), pending
+
+    def _prune_flights(self) -> None:
+        """Forget the oldest batches once landed and applied: the cache holds them now.
+        Only from the front: the reader may apply a batch whose acknowledgement is yet
+        to arrive, and a later batch's must not be forgotten before it."""
+        applied = self._reader.next_offset
+        while self._flights and self._flights[0].landed and self._flights[0].end <= applied:
+            self._flights.pop(0)
+
+    def _plan_and_start(self, batch: list[_Queued], latest: float) -> tuple[list[_Queued], _Flight | None]:
+        """Under the write lock: plan `batch` in order and start appending what it plans
+        in one go. Settles every item, except those returned: to be planned again next
+        batch, and those in the flight returned."""
         try:
-            end = self._catch_up(latest)
+            end, pending = self._base(latest)
         except (StoreTimeout, LogUnavailable) as exc:
             for item in batch:
                 self._settle(item, _FAILED, error=exc)
-            return []
+            return [], None
         if self._election.leads_elsewhere():
             for item in batch:
                 self._settle(item, _FOLLOW)
-            return []
+            return [], None
+        in_flight = bool(pending)
         in_office = self.in_office()
-        pending = PendingWrites()
         deferred: list[_Queued] = []
-        planned: list[tuple[_Queued, object, list[tuple[bytes, bytes | None]]]] = []
+        flight = _Flight(end)
         for item in batch:
             if time.monotonic() >= item.deadline:
                 self._settle(item, _FAILED, error=StoreTimeout("timed out waiting for the writes ahead of this one"))
@@ -428,45 +507,81 @@ class LogWriter:
             if not raw_keys.isdisjoint(pending.raw_keys):
                 deferred.append(item)  # planned on a state an earlier write changes
                 continue
-            pending.records.extend(r for r in records if not isinstance(r, Restated))
+            mine = [r for r in records if not isinstance(r, Restated)]
+            pending.records.extend(mine)
             pending.raw_keys |= raw_keys
-            planned.append((item, result, encoded))
-        if planned:
-            deferred += self._append_planned(planned, end, latest)
-        return deferred
-
-    def _append_planned(self, planned: list[tuple[_Queued, object, list[tuple[bytes, bytes | None]]]],
-                        end: int, latest: float) -> list[_Queued]:
-        """Append the records of `planned` at `end`, `end + 1`, ... and settle each write:
-        done where all its records landed in place, else the log's error. Returns those
-        that someone else's append displaced: to be planned again in the next batch."""
-        flat = [record for _, _, encoded in planned for record in encoded]
-        self._known_end = None  # unknown until the append says where it landed
+            flight.add(item, result, encoded, mine, raw_keys)
+        if not flight.items:
+            if deferred and in_flight:
+                # Every write waits on a record still in flight: let it be applied
+                # rather than plan the same collision again at once.
+                self._reader.wait_until(end, min(_remaining(latest), _POLL_FOR_APPLY))
+            return deferred, None
+        self._known_end = None  # unknown until the batch lands
         self.batches += 1
         try:
-            offsets = self._append_many(flat, end, latest)
-        except LogConflict:
-            return self._displaced([item for item, _, _ in planned])
-        except (LogUnavailable, RecordTooLarge) as exc:
-            for item, _, _ in planned:
-                self._settle(item, _FAILED, error=exc)
-            return []
+            flight.wait = self._start_append(flight.encoded, end)
+        except (LogConflict, LogUnavailable, RecordTooLarge) as exc:
+            flight.failure = exc
+        with self._queue_changed:
+            self._flights.append(flight)
+        return deferred, flight
+
+    def _start_append(self, records: list[tuple[bytes, bytes | None]], expected: int
+                      ) -> Callable[[float], list[int]]:
+        """Start appending `records` at `expected`, ...: `Log.start_append_many` where the
+        log can pipeline, else the whole append now. Returns what waits for the outcome."""
+        start = getattr(self._log, "start_append_many", None)
+        if start is not None:
+            return start(records, expected)
+        offsets = self._append_many(records, expected, time.monotonic() + self._timeout)
+        return lambda timeout: offsets
+
+    def _land(self, flight: _Flight) -> None:
+        """Wait for `flight`'s append and settle its writes: done where all of a write's
+        records landed in place, else the log's error, or planned again (queued first)
+        where someone else's append displaced them."""
+        latest = max(item.deadline for item in flight.items)
+        offsets: list[int] = []
+        failure = flight.failure
+        if failure is None:
+            assert flight.wait is not None
+            try:
+                offsets = flight.wait(_remaining(latest))
+            except (LogConflict, LogUnavailable, RecordTooLarge) as exc:
+                failure = exc
         displaced: list[_Queued] = []
-        position = end
-        for item, result, encoded in planned:
-            mine = offsets[position - end:position - end + len(encoded)]
-            expected = range(position, position + len(encoded))
-            position += len(encoded)
-            if all(landed == wanted for landed, wanted in zip(mine, expected)):
-                self.accepted_appends += len(encoded)
-                self._settle(item, _DONE, result=result, applied_at=position)
-            elif -1 in mine:
-                self._settle(item, _FAILED, error=LogUnavailable("the log did not confirm the write"))
-            else:
-                displaced.append(item)
-        if all(landed == end + i for i, landed in enumerate(offsets)):
-            self._known_end = end + len(offsets)
-        return self._displaced(displaced)
+        if isinstance(failure, LogConflict):
+            displaced = list(flight.items)
+        elif failure is not None:
+            for item in flight.items:
+                self._settle(item, _FAILED, error=failure)
+        else:
+            position = flight.start
+            for item, result, size in zip(flight.items, flight.results, flight.sizes):
+                mine = offsets[position - flight.start:position - flight.start + size]
+                expected = range(position, position + size)
+                position += size
+                if all(landed == wanted for landed, wanted in zip(mine, expected)):
+                    self.accepted_appends += size
+                    self._settle(item, _DONE, result=result, applied_at=position)
+                elif -1 in mine:
+                    self._settle(item, _FAILED, error=LogUnavailable("the log did not confirm the write"))
+                else:
+                    displaced.append(item)
+        in_place = failure is None and not displaced and -1 not in offsets
+        again = self._displaced(displaced)
+        with self._queue_changed:
+            flight.landed = True
+            if not in_place:
+                self._resync = True  # the log's end is unknown: later batches were planned on this one
+                self._flights.remove(flight)
+            elif not self._resync and flight is self._flights[-1]:
+                self._known_end = flight.end
+            for item in again:
+                item.taken = False
+            self._queue[:0] = again
+            self._queue_changed.notify_all()
 
     def _displaced(self, items: list[_Queued]) -> list[_Queued]:
         """`items` lost their place to someone else's append: those with attempts left,
@@ -575,6 +690,7 @@ class LogWriter:
             if not self._lock.acquire(timeout=_remaining(deadline)):
                 raise StoreTimeout("timed out waiting for the writes ahead of this one")
             try:
+                self._await_flights(deadline)
                 end = self._catch_up(deadline)
                 records, result = plan()
                 if not records:
@@ -597,6 +713,16 @@ class LogWriter:
                 raise StoreTimeout("timed out waiting for the write to be applied")
             return result
         raise StoreTimeout("gave up writing: other writers kept appending first")
+
+    def _await_flights(self, deadline: float) -> None:
+        """Under the write lock: wait until every grouped batch has landed, so that the
+        log's end is known (or known to be unknown) before a write of its own."""
+        with self._queue_changed:
+            while any(not f.landed for f in self._flights):
+                if not self._queue_changed.wait(_remaining(deadline)):
+                    raise StoreTimeout("timed out waiting for the writes ahead of this one")
+            if self._resync:
+                self._flights, self._resync, self._known_end = [], False, None
 
     def _answer_as_follower(self, plan: Plan[T]) -> T:
         """What `plan` answers from this node's cache when it needs no append (a schema
