@@ -548,7 +548,7 @@ class LogWriter:
             assert flight.wait is not None
             try:
                 offsets = flight.wait(_remaining(latest))
-            except (LogConflict, LogUnavailable, RecordTooLarge) as exc:
+            except Exception as exc:  # whatever it is, its writes must be answered and the flight landed
                 failure = exc
         displaced: list[_Queued] = []
         if isinstance(failure, LogConflict):
@@ -562,8 +562,9 @@ class LogWriter:
                 mine = offsets[position - flight.start:position - flight.start + size]
                 expected = range(position, position + size)
                 position += size
-                if all(landed == wanted for landed, wanted in zip(mine, expected)):
-                    self.accepted_appends += size
+                if len(mine) == size and all(landed == wanted for landed, wanted in zip(mine, expected)):
+                    with self._queue_changed:  # batches land on several threads
+                        self.accepted_appends += size
                     self._settle(item, _DONE, result=result, applied_at=position)
                 elif -1 in mine:
                     self._settle(item, _FAILED, error=LogUnavailable("the log did not confirm the write"))

@@ -214,3 +214,106 @@ def test_a_failing_plan_refuses_only_its_own_write(log):
         assert log.appends == [1, 1], "the refused write appends nothing"
     finally:
         node.close()
+
+
+class PipelinedLog(MemoryLog):
+    """A memory log that appends as Kafka does, wherever the end is, with each record's
+    expected offset; the acknowledgement of each grouped append waits for the test."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[tuple[int, int]] = []  # (expected offset, records) per grouped append
+        self.acks: list[threading.Event] = []
+        self.before_next: Callable[[], None] | None = None  # runs before the next grouped append lands
+
+    def start_append_many(self, records, expected_offset):
+        if self.before_next is not None:
+            trick, self.before_next = self.before_next, None
+            trick()
+        with self._changed:
+            landed = []
+            for index, (key, value) in enumerate(records):
+                self._records.append(LogRecord(self._next, key, value, expected_offset + index))
+                landed.append(self._next)
+                self._next += 1
+            self._changed.notify_all()
+            self.starts.append((expected_offset, len(records)))
+            ack = threading.Event()
+            self.acks.append(ack)
+
+        def acknowledged(timeout):
+            assert ack.wait(10), "the test never acknowledged the append"
+            return landed
+        return acknowledged
+
+
+def acknowledge_until_done(log: PipelinedLog, threads: list[threading.Thread]) -> None:
+    """Acknowledge every grouped append, those to come too, until `threads` end."""
+    deadline = time.monotonic() + 10
+    while any(t.is_alive() for t in threads):
+        assert time.monotonic() < deadline, "the writes did not all return"
+        for ack in list(log.acks):
+            ack.set()
+        time.sleep(0.005)
+
+
+def test_a_batch_is_planned_and_produced_while_the_previous_one_awaits_its_acknowledgement():
+    log = PipelinedLog()
+    node = start(log)
+    try:
+        results: dict[str, object] = {}
+
+        def one(subject: str) -> None:
+            value = node.service.register(subject, RegisterRequest(NewSchema(schema(subject.upper()))))
+            assert node.cache.version(subject, value.version) == value, "read-your-writes"
+            results[subject] = value
+
+        first = threading.Thread(target=one, args=("a",))
+        first.start()
+        wait_for(lambda: len(log.starts) == 1, "the first batch is produced")
+        others = [threading.Thread(target=one, args=(s,)) for s in ("b", "c", "d")]
+        for thread in others:
+            thread.start()
+        wait_for(lambda: len(log.starts) >= 2, "a second batch is produced before the first is acknowledged")
+        assert log.starts[1][0] == log.starts[0][0] + log.starts[0][1], \
+            "the second batch expects to land right after the first, which it was planned on"
+        acknowledge_until_done(log, [first, *others])
+        assert sorted(v.id for v in results.values()) == [1, 2, 3, 4], \
+            "ids planned on records still in flight are distinct"
+        assert node.reader.dropped == 0, "nothing was misplaced"
+    finally:
+        for ack in log.acks:
+            ack.set()
+        node.close()
+        log.close()
+
+
+def test_when_a_batch_in_flight_is_displaced_the_batches_planned_on_it_are_replanned():
+    log = PipelinedLog()
+    node = start(log)
+    try:
+        results: dict[str, object] = {}
+
+        def one(subject: str) -> None:
+            results[subject] = node.service.register(subject, RegisterRequest(NewSchema(schema(subject.upper()))))
+
+        def foreign() -> None:  # lands just before the first batch: every batch after it is misplaced
+            log.append(encode_key(ConfigKey("elsewhere")), encode_value(ConfigValue("NONE")))
+
+        log.before_next = foreign
+        threads = [threading.Thread(target=one, args=(s,)) for s in ("a", "b", "c", "d")]
+        threads[0].start()
+        wait_for(lambda: len(log.starts) == 1, "the first batch is produced")
+        for thread in threads[1:]:
+            thread.start()
+        acknowledge_until_done(log, threads)
+        assert all(isinstance(v, SchemaValue) for v in results.values()) and len(results) == 4, results
+        assert node.reader.dropped >= 1, "the displaced records were dropped by the reader"
+        assert sorted(v.id for v in results.values()) == [1, 2, 3, 4], "dropped records take no id"
+        assert all(len(node.cache.versions(s)) == 1 for s in "abcd"), "each write applied once"
+        assert node.cache.config("elsewhere").compatibility_level == "NONE"
+    finally:
+        for ack in log.acks:
+            ack.set()
+        node.close()
+        log.close()
