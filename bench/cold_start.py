@@ -99,7 +99,7 @@ def bare_consumer(bootstrap: str, topic: str, count: int) -> float:
     out = subprocess.run([sys.executable, "-c", BARE_CONSUMER, bootstrap, topic],
                          capture_output=True, text=True, timeout=120, check=True)
     elapsed = time.monotonic() - began
-    if int(out.stdout.strip()) != count:
+    if int(out.stdout.strip()) < count:  # and the fences of registries started on it
         raise RuntimeError(f"the bare consumer read {out.stdout.strip()} records, not {count}")
     return elapsed
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
+from registry.parse_memo import ParseMemo
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
 from registry.schema_types.avro_tags import TagPathError, with_tags
 from store.cache import Cache, StoredSchema, content_key, qualify_reference
@@ -52,7 +53,7 @@ from registry.subjects import (
     qualified_context,
     subject_name,
 )
-from store.writer import LogWriter
+from store.writer import LogWriter, PendingWrites, PlanAlone
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,9 @@ class RegistryService:
         self._types = schema_types if schema_types is not None else SCHEMA_TYPES
         self._parsed: OrderedDict[tuple[str, int], ParsedSchema] = OrderedDict()
         self._parsed_lock = threading.Lock()
+        # Serializers submit the same texts again and again (lookups, re-registration on
+        # start-up): their parsed forms are remembered, bounded.
+        self._parse_memo = ParseMemo()
 
     def schema_types(self) -> list[str]:
         return sorted(self._types)
@@ -585,8 +589,8 @@ class RegistryService:
             checked = self._compatibility_basis(subject, metadata)
             problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
             try:
-                return self._writer.write(lambda: self._plan_registration(
-                    subject, request, text, checked, problems))
+                return self._writer.write_grouped(lambda pending: self._plan_registration(
+                    subject, request, text, checked, problems, pending))
             except _Replan:
                 continue
         raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
@@ -608,10 +612,14 @@ class RegistryService:
         return metadata, rule_set
 
     def _plan_registration(self, subject: str, request: RegisterRequest, text: str,
-                           checked: _Basis, problems: list[str]
+                           checked: _Basis, problems: list[str], pending: PendingWrites
                            ) -> tuple[list[tuple[Key, Value | None]], SchemaValue]:
         """Under the write lock: the records registering `text`, given that `problems`
-        were found against `checked`. Cheap: no parsing, no compatibility check."""
+        were found against `checked`. Cheap: no parsing, no compatibility check.
+
+        `pending` holds the registrations of other subjects planned before this one in
+        the same append (group commit): they count for ids; one of this subject, or of
+        a new context's first subject, collides on its key and is never pending here."""
         new = request.schema
         assert new is not None
         context = context_of(subject)
@@ -640,6 +648,10 @@ class RegistryService:
             # As Confluent: the first subject of a context records the context.
             records.append((ContextKey(context), ContextValue(context)))
         if mode is Mode.IMPORT:
+            if pending:
+                # An imported id is checked against the cache alone: beside another
+                # pending registration it could be given to two contents.
+                raise PlanAlone("an IMPORT is planned on its own")
             if request.schema_id is None:
                 # As Confluent: IMPORT takes schemas with their ids; fresh ids need READWRITE.
                 raise errors.OperationNotPermitted(
@@ -655,7 +667,7 @@ class RegistryService:
         if request.version is not None and request.version != next_version:
             raise errors.InvalidSchema("Version is not one more than previous version")
         schema_id = request.schema_id or self._id_for(
-            content_key(context, new.schema_type, text, new.references, metadata, rule_set))
+            content_key(context, new.schema_type, text, new.references, metadata, rule_set), pending)
         if next_version > MAX_INT32:
             raise errors.OperationNotPermitted(
                 f"Subject {subject} has no versions left: version {versions[-1].version} is the highest "
@@ -706,16 +718,25 @@ class RegistryService:
         return SchemaValue(subject, version, schema_id, text, new.schema_type, new.references,
                            metadata=metadata, rule_set=rule_set)
 
-    def _id_for(self, content: tuple) -> int:
+    def _id_for(self, content: tuple, pending: PendingWrites | None = None) -> int:
         """The id this content already has in its context, or a fresh one above every id
-        the context has used (Confluent numbers ids per context)."""
+        the context has used (Confluent numbers ids per context), counting the
+        registrations `pending` in the same append as used."""
         existing = self._cache.id_by_content(content)
         if existing is not None:
             return existing
         context = content[0]
         top = self._cache.context_max_id(context)
+        for value in pending.values() if pending else ():
+            if isinstance(value, SchemaValue) and context_of(value.subject) == context:
+                if content_key(context, value.schema_type, value.schema, value.references,
+                               value.metadata, value.rule_set) == content:
+                    return value.id  # the same content registered under another subject
+                top = max(top, value.id)
         if top < MAX_INT32:
             return top + 1
+        if pending:
+            raise PlanAlone("searching for a free id below the top one is done alone")
         # The top id is taken (an IMPORT of id 2^31-1, say). Ids above the watermark that
         # the log does not hold were never used: take the lowest of them.
         free = self._cache.lowest_free_id_above(self._watermark(context), MAX_INT32, context)
@@ -827,14 +848,17 @@ class RegistryService:
         if schema_type is None:
             raise errors.InvalidSchema(f"Invalid schema type {new.schema_type}")
         references = self._resolve_references(new.references, subject)
+        memo = self._parse_memo
         try:
-            return schema_type.parse(new.schema, references, lenient=lenient)
+            return memo.parse(new.schema_type, new.schema, references, lenient,
+                              lambda: schema_type.parse(new.schema, references, lenient=lenient))
         except InvalidSchema as exc:
             if lenient:
                 raise errors.InvalidSchema(f"Invalid schema: {exc}") from None
             error = exc
         try:
-            parsed = schema_type.parse(new.schema, references, lenient=True)
+            parsed = memo.parse(new.schema_type, new.schema, references, True,
+                                lambda: schema_type.parse(new.schema, references, lenient=True))
         except InvalidSchema:
             raise errors.InvalidSchema(f"Invalid schema: {error}") from None
         if self._is_stored(subject, new, parsed) or self._latest_is_grandfathered(subject, new.schema_type):

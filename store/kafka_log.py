@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import (
@@ -149,6 +150,13 @@ class KafkaLog:
         self._read_lock = threading.Lock()
         self._position: int | None = None  # where the consumer delivers next; None: seek
         self._closed = False
+        # One thread serves the producer's delivery callbacks for every writer.
+        self._poller = threading.Thread(target=self._poll_producer, name="kafka-log-producer", daemon=True)
+        self._poller.start()
+
+    def _poll_producer(self) -> None:
+        while not self._closed:
+            self._producer.poll(_POLL_SLICE)  # returns as soon as a callback was served
 
     # ---- writing ------------------------------------------------------------
 
@@ -184,11 +192,8 @@ class KafkaLog:
             raise LogUnavailable(f"Kafka refused the write: {exc.args[0].str()}") from None
         # message.timeout.ms fails the record first; this margin only guards a lost callback.
         deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
-        while not done.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LogUnavailable("Kafka did not acknowledge the write in time")
-            producer.poll(min(remaining, _POLL_SLICE))  # serves delivery callbacks, any thread's
+        if not done.wait(max(deadline - time.monotonic(), 0.0)):  # served by the poller thread
+            raise LogUnavailable("Kafka did not acknowledge the write in time")
         err, offset = outcome[0]
         if err is not None:
             if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
@@ -200,6 +205,91 @@ class KafkaLog:
             raise LogConflict(f"the record landed at offset {offset}, not {expected_offset}: "
                               "another writer appended first")
         return offset
+
+    def append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int,
+                    timeout: float | None = None) -> list[int]:
+        """Produce `records` in order, the i-th expecting offset `expected_offset + i`,
+        and wait for all of them at once: one acks=all round trip for the lot (librdkafka
+        puts what is queued together into one produce request). Returns where each
+        landed, -1 for one not acknowledged in time or refused; readers drop those that
+        landed elsewhere than they expected.
+
+        Blocks at most `timeout` (or the store timeout). Raises LogUnavailable when no
+        record was acknowledged, RecordTooLarge when Kafka refused one as too large
+        before any was acknowledged.
+        """
+        return self.start_append_many(records, expected_offset)(timeout)
+
+    def start_append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int
+                          ) -> Callable[[float | None], list[int]]:
+        """`append_many` in two steps: produce now, in order after every record produced
+        before, and return the function that waits for the acknowledgements (as
+        `append_many`, with its `timeout`). Between the two, more records may be
+        produced: writes pipeline without waiting for each other's round trips.
+        Raises RecordTooLarge now when the first record is refused as too large."""
+        origin = [(ORIGIN_HEADER, self.origin)] if self.origin else []
+        offsets = [-1] * len(records)
+        errors: list[KafkaError] = []
+        # Callbacks run in whichever thread polls the producer, maybe while we still
+        # produce: the count starts with one for the producing itself.
+        pending = [1]
+        counting = threading.Lock()
+        done = threading.Event()
+
+        def settle() -> None:
+            with counting:
+                pending[0] -= 1
+                if pending[0] == 0:
+                    done.set()
+
+        def delivered_at(index: int) -> Callable[[KafkaError | None, Message], None]:
+            def delivered(err: KafkaError | None, msg: Message) -> None:
+                if err is None:
+                    offsets[index] = msg.offset()
+                else:
+                    errors.append(err)
+                settle()
+            return delivered
+
+        producer = self._producer
+        refused: str | None = None
+        for index, (key, value) in enumerate(records):
+            headers = [*origin, (EXPECTED_OFFSET_HEADER, encode_expected_offset(expected_offset + index))]
+            with counting:
+                pending[0] += 1
+            try:
+                producer.produce(self._topic, key=key, value=value, partition=_PARTITION,
+                                 headers=headers, on_delivery=delivered_at(index))
+            except BufferError:
+                refused = "the Kafka producer's queue is full"
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE and not index:
+                    raise RecordTooLarge(f"Kafka refused the record as too large: {exc.args[0].str()}") from None
+                refused = f"Kafka refused the write: {exc.args[0].str()}"
+            if refused is not None:
+                # What is queued already is delivered (or fails) all the same; the rest
+                # would land after a gap, misplaced: not produced.
+                settle()
+                break
+        settle()  # the producing is over
+        return lambda timeout: self._acknowledged(producer, done, offsets, errors, refused, timeout)
+
+    def _acknowledged(self, producer: Producer, done: threading.Event, offsets: list[int],
+                      errors: list[KafkaError], refused: str | None, timeout: float | None) -> list[int]:
+        deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
+        # The poller thread serves the delivery callbacks: a writer polling for its own
+        # would sit out a poll slice whenever another writer's poll served its callback.
+        done.wait(max(deadline - time.monotonic(), 0.0))
+        if all(offset == -1 for offset in offsets):
+            if any(e.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE) for e in errors):
+                raise RecordTooLarge(f"Kafka refused the record as too large: {errors[0].str()}")
+            if any(e.fatal() for e in errors):
+                self._renew_producer(producer)
+            detail = refused or (errors[0].str() if errors else "not acknowledged in time")
+            raise LogUnavailable(f"Kafka did not acknowledge the write: {detail}")
+        if any(e.fatal() for e in errors):
+            self._renew_producer(producer)
+        return offsets
 
     def _renew_producer(self, failed: Producer) -> None:
         # An idempotent producer that hit a fatal error refuses every later write.
@@ -295,6 +385,7 @@ class KafkaLog:
             self._closed = True
             self._consumer.close()
             self._ends.close()
+        self._poller.join(timeout=2 * _POLL_SLICE)
         self._producer.flush(self._timeout)
 
 

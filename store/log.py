@@ -74,6 +74,21 @@ class Log(Protocol):
         Raises LogUnavailable or LogConflict.
         """
 
+    def append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int,
+                    timeout: float | None = None) -> list[int]:
+        """Durably append `records` in order, the i-th conditional on landing at
+        `expected_offset + i`, in one round trip; return the offset each landed at
+        (-1: not confirmed, it may still land later). Optional: a writer falls back to
+        one `append` per record where a backend lacks it.
+
+        Backends that can refuse (memory, SQLite) append all or nothing: LogConflict
+        when the log's end is not `expected_offset`. Kafka produces them all and
+        reports where each landed; readers drop those that landed elsewhere, and since
+        offsets only grow, every record after a misplaced one is misplaced too.
+        Blocks until every record is confirmed or failed, at most `timeout` seconds.
+        Raises LogUnavailable (when no record was confirmed), LogConflict or RecordTooLarge.
+        """
+
     def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
         """Records at offsets >= `from_offset`, in order, at most `max_records`, and the
         position reached (see `LogBatch`).

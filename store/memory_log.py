@@ -31,6 +31,19 @@ class MemoryLog:
             self._changed.notify_all()
             return offset
 
+    def append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int,
+                    timeout: float | None = None) -> list[int]:
+        with self._changed:
+            if expected_offset != self._next:
+                raise LogConflict(f"log end is {self._next}, not {expected_offset}")
+            offsets = []
+            for key, value in records:
+                self._records.append(LogRecord(self._next, key, value))
+                offsets.append(self._next)
+                self._next += 1
+            self._changed.notify_all()
+            return offsets
+
     def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
         with self._changed:
             if from_offset >= self._next and not self._closed:

@@ -115,23 +115,33 @@ class LogReader:
     def _apply_batch_locked(self, batch: LogBatch) -> None:
         """Apply `batch` from where this node is; records before it were applied already."""
         applied = 0
-        for record in batch.records:
-            if record.offset < self._next_offset:
+        start = self._next_offset
+        # Replaying a topic runs this loop once per record: names are bound locally and
+        # the record unpacked, not looked up attribute by attribute.
+        apply, misplaced_latest = self._cache.apply, self.misplaced_latest
+        for offset, raw_key, raw_value, expected in batch.records:
+            if offset < start:
                 continue  # a waiting writer applied it while we were reading
             applied += 1
-            if record.misplaced:
+            if expected is not None and expected != offset:
                 # Its writer expected another offset: someone appended first, so the
                 # record was planned against a state that no longer held. Dropping
                 # it on every node keeps them identical (and a deposed leader's late
                 # append harmless).
                 self.dropped += 1
-                self.misplaced_latest[record.key] = record.offset
-                log.warning("dropping record at offset %d: its writer expected offset %d",
-                            record.offset, record.expected_offset)
+                misplaced_latest[raw_key] = offset
+                log.warning("dropping record at offset %d: its writer expected offset %d", offset, expected)
                 continue
-            if self.misplaced_latest:
-                self.misplaced_latest.pop(record.key, None)
-            self._apply(record.key, record.value, record.offset)
+            if misplaced_latest:
+                misplaced_latest.pop(raw_key, None)
+            try:
+                key = decode_key(raw_key)
+                value = decode_value(key, raw_value)
+            except RecordFormatError as exc:
+                self.skipped += 1
+                log.warning("skipping record at offset %d: %s", offset, exc)
+                continue
+            apply(key, raw_key, value)
         if applied >= _FREEZE_AFTER:
             # Catching up creates the cache's objects by the hundred thousand, and
             # every full collection would traverse all of them again (a third of a
@@ -143,13 +153,3 @@ class LogReader:
             with self._applied:
                 self._next_offset = batch.next_offset
                 self._applied.notify_all()
-
-    def _apply(self, raw_key: bytes, raw_value: bytes | None, offset: int) -> None:
-        try:
-            key = decode_key(raw_key)
-            value = decode_value(key, raw_value)
-        except RecordFormatError as exc:
-            self.skipped += 1
-            log.warning("skipping record at offset %d: %s", offset, exc)
-            return
-        self._cache.apply(key, raw_key, value)

@@ -66,22 +66,33 @@ class SqliteLog:
 
     def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None,
                timeout: float | None = None) -> int:
+        return self._append([(key, value)], expected_offset)[0]
+
+    def append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int,
+                    timeout: float | None = None) -> list[int]:
+        """All of `records` in one transaction (one fsync), or none (LogConflict)."""
+        return self._append(records, expected_offset)
+
+    def _append(self, records: list[tuple[bytes, bytes | None]], expected_offset: int | None) -> list[int]:
         conn = self._conn()
         with self._write_lock:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    offset = int(conn.execute("SELECT value FROM next_offset").fetchone()[0])
-                    if expected_offset is not None and expected_offset != offset:
-                        raise LogConflict(f"log end is {offset}, not {expected_offset}")
-                    if value is None:
-                        # Drop older tombstones of this key but keep its latest value.
-                        conn.execute("DELETE FROM log WHERE key = ? AND value IS NULL", (key,))
-                    else:
-                        conn.execute("DELETE FROM log WHERE key = ?", (key,))
-                    conn.execute("INSERT INTO log(offset, key, value) VALUES (?, ?, ?)",
-                                 (offset, key, value))
-                    conn.execute("UPDATE next_offset SET value = ?", (offset + 1,))
+                    first = int(conn.execute("SELECT value FROM next_offset").fetchone()[0])
+                    if expected_offset is not None and expected_offset != first:
+                        raise LogConflict(f"log end is {first}, not {expected_offset}")
+                    offset = first
+                    for key, value in records:
+                        if value is None:
+                            # Drop older tombstones of this key but keep its latest value.
+                            conn.execute("DELETE FROM log WHERE key = ? AND value IS NULL", (key,))
+                        else:
+                            conn.execute("DELETE FROM log WHERE key = ?", (key,))
+                        conn.execute("INSERT INTO log(offset, key, value) VALUES (?, ?, ?)",
+                                     (offset, key, value))
+                        offset += 1
+                    conn.execute("UPDATE next_offset SET value = ?", (offset,))
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
@@ -90,7 +101,7 @@ class SqliteLog:
                 raise LogUnavailable(f"the embedded log refused the write: {exc}") from exc
         with self._appended:
             self._appended.notify_all()
-        return offset
+        return list(range(first, offset))
 
     def read(self, from_offset: int, max_records: int, timeout: float) -> LogBatch:
         deadline = time.monotonic() + timeout

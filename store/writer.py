@@ -24,6 +24,15 @@ The protocol, in order, for every write:
    elsewhere (`store.reader`), so a late append from a zombie has no effect.
 5. **Read your writes**: return only once this node's reader has applied the records.
 
+**Group commit** (`write_grouped`): registrations that arrive while a batch is being
+written queue up; the next writer to find no batch under way plans every queued write
+in order, each against the cache caught up to the log's end plus the records of the
+writes planned before it in the batch (`PendingWrites`), and appends them all with one
+`Log.append_many` (one produce round trip, one SQLite transaction), every record still
+conditional on its offset. A write whose record keys collide with an earlier one in
+the batch waits for the next batch, so it is planned on the state the earlier one left.
+Each write keeps its own deadline, and returns once this node has applied its records.
+
 Also here: the leader's fence (a NOOP record naming its term, carrying the id
 watermark), the watermark raised with every hard delete so that compaction can never
 free an id for reuse (DESIGN invariant 3), and re-stating keys whose newest record readers
@@ -108,6 +117,83 @@ Record = Union[tuple[Key, Value | None], Restated]
 Plan = Callable[[], tuple[list[Record], T]]
 
 
+class PendingWrites:
+    """The records of the writes planned before this one in its batch, in order: not
+    in the log nor the cache yet, but they will land just before this write's records.
+    A grouped plan reads the cache and these together (the next free id, say)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[Key, Value | None]] = []
+        self.raw_keys: set[bytes] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+    def values(self) -> list[Value]:
+        return [value for _, value in self.records if value is not None]
+
+
+class PlanAlone(Exception):
+    """Raised by a grouped plan that cannot be planned beside the pending writes of its
+    batch: it is planned again first in the next batch. Only raise it while
+    `PendingWrites` is not empty (first in a batch, a write is planned alone)."""
+
+
+GroupPlan = Callable[[PendingWrites], tuple[list[Record], T]]
+
+# Batches whose round trips may overlap: below librdkafka's five requests in flight,
+# within which an idempotent producer keeps their order.
+_MAX_FLIGHTS = 4
+_POLL_FOR_APPLY = 0.05
+
+# What became of a queued write (`_Queued.kind`).
+_DONE, _FAILED, _AWAIT_OFFICE, _FOLLOW = range(4)
+
+
+class _Flight:
+    """A batch being appended: its writes, their records, and where it lands."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.end = start  # the offset after its last record, once in place
+        self.items: list[_Queued] = []
+        self.results: list[object] = []
+        self.sizes: list[int] = []
+        self.encoded: list[tuple[bytes, bytes | None]] = []
+        self.records: list[tuple[Key, Value | None]] = []
+        self.raw_keys: set[bytes] = set()
+        self.wait: Callable[[float], list[int]] | None = None
+        self.failure: Exception | None = None
+        self.landed = False
+
+    def add(self, item: _Queued, result: object, encoded: list[tuple[bytes, bytes | None]],
+            records: list[tuple[Key, Value | None]], raw_keys: set[bytes]) -> None:
+        self.items.append(item)
+        self.results.append(result)
+        self.sizes.append(len(encoded))
+        self.encoded += encoded
+        self.records += records
+        self.raw_keys |= raw_keys
+        self.end += len(encoded)
+
+
+class _Queued:
+    """One write waiting for, or planned in, a batch. Fields change under the queue's
+    condition only."""
+
+    __slots__ = ("plan", "deadline", "taken", "kind", "result", "error", "applied_at", "conflicts")
+
+    def __init__(self, plan: GroupPlan, deadline: float) -> None:
+        self.plan = plan
+        self.deadline = deadline
+        self.taken = False  # in a batch being written: the waiter can no longer withdraw it
+        self.kind: int | None = None
+        self.result: object = None
+        self.error: BaseException | None = None
+        self.applied_at: int | None = None  # applied once the reader reaches this offset
+        self.conflicts = 0  # appends of it that someone else's append displaced
+
+
 class LogWriter:
     """Appends to `log` for this node; see the module docstring for the protocol.
 
@@ -130,6 +216,13 @@ class LogWriter:
         self._caught_up = False
         self._ready_target: int | None = None
         self._repairing = False
+        # Group commit: writes waiting for a batch, and whether a writer is running one.
+        self._queue: list[_Queued] = []
+        self._queue_changed = threading.Condition()
+        self._combining = False
+        self._flights: list[_Flight] = []  # appended or being appended, not yet applied
+        self._resync = False  # a batch did not land in place: ask the log where it ends
+        self.batches = 0  # batches grouped writes were appended in (for tests and benches)
         self.accepted_appends = 0  # records this node appended that the log took in place
 
     @property
@@ -238,19 +331,314 @@ class LogWriter:
         `REQUEST_STARTED` when the caller set it earlier. Raises NotWriter, StoreTimeout,
         LogUnavailable, or what `plan` raises.
         """
+        deadline = self._deadline()
+        result = self._write(plan, permitted=True, deadline=deadline)
+        if self._reader.misplaced_latest:
+            self.repair_misplaced()
+        return result
+
+    def _deadline(self) -> float:
+        """One timeout from now, or from `REQUEST_STARTED` when set. Raises StoreTimeout
+        when a request waited its whole timeout before getting here (for a server
+        thread, say): refused before touching the log, rather than starting a write with
+        no time left to be acknowledged in."""
         deadline = time.monotonic() + self._timeout
         started = REQUEST_STARTED.get()
         if started is not None:
             deadline = min(deadline, started + self._timeout)
             if deadline <= time.monotonic():
-                # Waited its whole timeout before getting here (for a server thread, say):
-                # refuse before touching the log, rather than start a write that has
-                # no time left to be acknowledged in.
                 raise StoreTimeout(f"no time left: the request came in {self._timeout:g} s ago")
-        result = self._write(plan, permitted=True, deadline=deadline)
-        if self._reader.misplaced_latest:
-            self.repair_misplaced()
-        return result
+        return deadline
+
+    def write_grouped(self, plan: GroupPlan[T]) -> T:
+        """As `write`, but `plan` may share one append with other writes (group commit,
+        see the module docstring): it is called with the `PendingWrites` of the writes
+        planned before it in its batch and must plan as if their records were applied.
+        It may raise `PlanAlone` to be planned again first in the next batch.
+
+        Blocks within one timeout from the call, as `write`: for the writes queued
+        ahead, the batch's append and the apply of this write's records. A write that
+        times out while in a batch being appended may still land. Raises as `write`.
+        """
+        deadline = self._deadline()
+        while True:
+            if self._election.leads_elsewhere():
+                return self._answer_as_follower(lambda: plan(PendingWrites()))
+            item = _Queued(plan, deadline)
+            self._run_queued(item)
+            if item.kind == _DONE:
+                if item.applied_at is not None and not self._reader.wait_until(item.applied_at,
+                                                                               _remaining(deadline)):
+                    raise StoreTimeout("timed out waiting for the write to be applied")
+                if self._reader.misplaced_latest:
+                    self.repair_misplaced()
+                return item.result  # type: ignore[return-value]
+            if item.kind == _FAILED:
+                assert item.error is not None
+                raise item.error
+            if item.kind == _AWAIT_OFFICE:
+                self._await_office(deadline)
+            # _FOLLOW: another node leads now; the loop answers as a follower
+
+    def _run_queued(self, item: _Queued) -> None:
+        """Queue `item` and return once a batch has decided its fate (`item.kind`): run
+        batches here while no other thread does, else wait for the one that does.
+        Raises StoreTimeout at the item's deadline."""
+        with self._queue_changed:
+            self._queue.append(item)
+        while True:
+            with self._queue_changed:
+                while item.kind is None and self._combining:
+                    remaining = item.deadline - time.monotonic()
+                    if remaining <= 0:
+                        if not item.taken:
+                            self._queue.remove(item)
+                            raise StoreTimeout("timed out waiting for the writes ahead of this one")
+                        raise StoreTimeout("timed out waiting for the write to be appended")
+                    self._queue_changed.wait(remaining)
+                if item.kind is not None:
+                    return
+                if item.taken:  # in a batch in flight: its landing settles it
+                    remaining = item.deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise StoreTimeout("timed out waiting for the write to be appended")
+                    self._queue_changed.wait(remaining)
+                    continue
+                self._combining = True
+            flight = None
+            try:
+                flight = self._run_batch()
+            finally:
+                with self._queue_changed:
+                    self._combining = False
+                    self._queue_changed.notify_all()
+            if flight is not None:
+                # The next batch may be planned and produced while this one's round
+                # trip is under way: it is planned on this one's records (pending).
+                self._land(flight)
+
+    def _run_batch(self) -> _Flight | None:
+        """Take every queued write, plan them in order and start appending them together.
+        Returns the batch in flight, whose landing (`_land`) settles its writes."""
+        with self._queue_changed:
+            batch, self._queue = self._queue, []
+            for item in batch:
+                item.taken = True
+        if not batch:
+            return None
+        deferred: list[_Queued] = []
+        flight: _Flight | None = None
+        try:
+            latest = max(item.deadline for item in batch)
+            if not self._lock.acquire(timeout=_remaining(latest)):
+                for item in batch:
+                    self._settle(item, _FAILED, error=StoreTimeout(
+                        "timed out waiting for the writes ahead of this one"))
+                return None
+            try:
+                deferred, flight = self._plan_and_start(batch, latest)
+            finally:
+                self._lock.release()
+        except BaseException as exc:  # never leave a waiter without an answer
+            for item in batch:
+                if item.kind is None and item not in deferred:
+                    self._settle(item, _FAILED, error=exc)
+            raise
+        finally:
+            with self._queue_changed:
+                for item in deferred:
+                    item.taken = False
+                self._queue[:0] = deferred  # first in the next batch, in their order
+                self._queue_changed.notify_all()
+        return flight
+
+    def _base(self, latest: float) -> tuple[int, PendingWrites]:
+        """Under the write lock: where the next batch lands and what is pending before it
+        (the records of batches in flight or landed but not applied yet)."""
+        with self._queue_changed:
+            self._prune_flights()
+            if self._resync or len(self._flights) >= _MAX_FLIGHTS:
+                # After a batch that did not land in place the log's end is unknown;
+                # and only so many round trips may overlap.
+                while any(not f.landed for f in self._flights):
+                    if not self._queue_changed.wait(_remaining(latest)):
+                        raise StoreTimeout("timed out waiting for the writes ahead of this one")
+                if self._resync:
+                    self._flights, self._resync, self._known_end = [], False, None
+            self._prune_flights()
+            flights = list(self._flights)
+        pending = PendingWrites()
+        for flight in flights:
+            pending.records.extend(flight.records)
+            pending.raw_keys |= flight.raw_keys
+        if flights:
+            return flights[-1].end, pending
+        return self._catch_up(latest), pending
+
+    def _prune_flights(self) -> None:
+        """Forget the oldest batches once landed and applied: the cache holds them now.
+        Only from the front: the reader may apply a batch whose acknowledgement is yet
+        to arrive, and a later batch's must not be forgotten before it."""
+        applied = self._reader.next_offset
+        while self._flights and self._flights[0].landed and self._flights[0].end <= applied:
+            self._flights.pop(0)
+
+    def _plan_and_start(self, batch: list[_Queued], latest: float) -> tuple[list[_Queued], _Flight | None]:
+        """Under the write lock: plan `batch` in order and start appending what it plans
+        in one go. Settles every item, except those returned: to be planned again next
+        batch, and those in the flight returned."""
+        try:
+            end, pending = self._base(latest)
+        except (StoreTimeout, LogUnavailable) as exc:
+            for item in batch:
+                self._settle(item, _FAILED, error=exc)
+            return [], None
+        if self._election.leads_elsewhere():
+            for item in batch:
+                self._settle(item, _FOLLOW)
+            return [], None
+        in_flight = bool(pending)
+        in_office = self.in_office()
+        deferred: list[_Queued] = []
+        flight = _Flight(end)
+        for item in batch:
+            if time.monotonic() >= item.deadline:
+                self._settle(item, _FAILED, error=StoreTimeout("timed out waiting for the writes ahead of this one"))
+                continue
+            try:
+                records, result = item.plan(pending)
+                if not records:
+                    self._settle(item, _DONE, result=result)
+                    continue
+                if not in_office:
+                    self._settle(item, _AWAIT_OFFICE)
+                    continue
+                encoded = self._encode_all(records)
+            except PlanAlone as exc:
+                if pending:
+                    deferred.append(item)
+                else:  # alone already: deferring would never end
+                    self._settle(item, _FAILED, error=RuntimeError(f"a plan asked to be planned alone "
+                                                                   f"while it was: {exc}"))
+                continue
+            except Exception as exc:  # the plan's refusal, or RecordTooLarge: this write's own
+                self._settle(item, _FAILED, error=exc)
+                continue
+            raw_keys = {raw_key for raw_key, _ in encoded}
+            if not raw_keys.isdisjoint(pending.raw_keys):
+                deferred.append(item)  # planned on a state an earlier write changes
+                continue
+            mine = [r for r in records if not isinstance(r, Restated)]
+            pending.records.extend(mine)
+            pending.raw_keys |= raw_keys
+            flight.add(item, result, encoded, mine, raw_keys)
+        if not flight.items:
+            if deferred and in_flight:
+                # Every write waits on a record still in flight: let it be applied
+                # rather than plan the same collision again at once.
+                self._reader.wait_until(end, min(_remaining(latest), _POLL_FOR_APPLY))
+            return deferred, None
+        self._known_end = None  # unknown until the batch lands
+        self.batches += 1
+        try:
+            flight.wait = self._start_append(flight.encoded, end)
+        except (LogConflict, LogUnavailable, RecordTooLarge) as exc:
+            flight.failure = exc
+        with self._queue_changed:
+            self._flights.append(flight)
+        return deferred, flight
+
+    def _start_append(self, records: list[tuple[bytes, bytes | None]], expected: int
+                      ) -> Callable[[float], list[int]]:
+        """Start appending `records` at `expected`, ...: `Log.start_append_many` where the
+        log can pipeline, else the whole append now. Returns what waits for the outcome."""
+        start = getattr(self._log, "start_append_many", None)
+        if start is not None:
+            return start(records, expected)
+        offsets = self._append_many(records, expected, time.monotonic() + self._timeout)
+        return lambda timeout: offsets
+
+    def _land(self, flight: _Flight) -> None:
+        """Wait for `flight`'s append and settle its writes: done where all of a write's
+        records landed in place, else the log's error, or planned again (queued first)
+        where someone else's append displaced them."""
+        latest = max(item.deadline for item in flight.items)
+        offsets: list[int] = []
+        failure = flight.failure
+        if failure is None:
+            assert flight.wait is not None
+            try:
+                offsets = flight.wait(_remaining(latest))
+            except Exception as exc:  # whatever it is, its writes must be answered and the flight landed
+                failure = exc
+        displaced: list[_Queued] = []
+        if isinstance(failure, LogConflict):
+            displaced = list(flight.items)
+        elif failure is not None:
+            for item in flight.items:
+                self._settle(item, _FAILED, error=failure)
+        else:
+            position = flight.start
+            for item, result, size in zip(flight.items, flight.results, flight.sizes):
+                mine = offsets[position - flight.start:position - flight.start + size]
+                expected = range(position, position + size)
+                position += size
+                if len(mine) == size and all(landed == wanted for landed, wanted in zip(mine, expected)):
+                    with self._queue_changed:  # batches land on several threads
+                        self.accepted_appends += size
+                    self._settle(item, _DONE, result=result, applied_at=position)
+                elif -1 in mine:
+                    self._settle(item, _FAILED, error=LogUnavailable("the log did not confirm the write"))
+                else:
+                    displaced.append(item)
+        in_place = failure is None and not displaced and -1 not in offsets
+        again = self._displaced(displaced)
+        with self._queue_changed:
+            flight.landed = True
+            if not in_place:
+                self._resync = True  # the log's end is unknown: later batches were planned on this one
+                self._flights.remove(flight)
+            elif not self._resync and flight is self._flights[-1]:
+                self._known_end = flight.end
+            for item in again:
+                item.taken = False
+            self._queue[:0] = again
+            self._queue_changed.notify_all()
+
+    def _displaced(self, items: list[_Queued]) -> list[_Queued]:
+        """`items` lost their place to someone else's append: those with attempts left,
+        to be planned again on the new state; the others give up."""
+        again = []
+        for item in items:
+            item.conflicts += 1
+            if item.conflicts >= _WRITE_ATTEMPTS:
+                self._settle(item, _FAILED, error=StoreTimeout("gave up writing: other writers kept appending first"))
+            else:
+                again.append(item)
+        return again
+
+    def _append_many(self, records: list[tuple[bytes, bytes | None]], expected: int, deadline: float) -> list[int]:
+        """`Log.append_many`, or one conditional append per record where the log lacks it."""
+        append_many = getattr(self._log, "append_many", None)
+        if append_many is not None:
+            return append_many(records, expected, timeout=_remaining(deadline))
+        offsets: list[int] = []
+        for index, (raw_key, raw_value) in enumerate(records):
+            try:
+                offsets.append(self._log.append(raw_key, raw_value, expected_offset=expected + index,
+                                                timeout=_remaining(deadline)))
+            except LogConflict:
+                if not offsets:
+                    raise
+                break
+        return offsets + [expected - 1] * (len(records) - len(offsets))  # the rest: not in place
+
+    def _settle(self, item: _Queued, kind: int, *, result: object = None, error: BaseException | None = None,
+                applied_at: int | None = None) -> None:
+        with self._queue_changed:
+            item.result, item.error, item.applied_at = result, error, applied_at
+            item.kind = kind
+            self._queue_changed.notify_all()
 
     def id_watermark(self, released: Iterable[int]) -> tuple[Key, Value]:
         """A record re-stating the latest fence with the id watermark raised to cover
@@ -324,6 +712,7 @@ class LogWriter:
             if not self._lock.acquire(timeout=_remaining(deadline)):
                 raise StoreTimeout("timed out waiting for the writes ahead of this one")
             try:
+                self._await_flights(deadline)
                 end = self._catch_up(deadline)
                 records, result = plan()
                 if not records:
@@ -346,6 +735,16 @@ class LogWriter:
                 raise StoreTimeout("timed out waiting for the write to be applied")
             return result
         raise StoreTimeout("gave up writing: other writers kept appending first")
+
+    def _await_flights(self, deadline: float) -> None:
+        """Under the write lock: wait until every grouped batch has landed, so that the
+        log's end is known (or known to be unknown) before a write of its own."""
+        with self._queue_changed:
+            while any(not f.landed for f in self._flights):
+                if not self._queue_changed.wait(_remaining(deadline)):
+                    raise StoreTimeout("timed out waiting for the writes ahead of this one")
+            if self._resync:
+                self._flights, self._resync, self._known_end = [], False, None
 
     def _answer_as_follower(self, plan: Plan[T]) -> T:
         """What `plan` answers from this node's cache when it needs no append (a schema
@@ -378,6 +777,18 @@ class LogWriter:
         Raises RecordTooLarge, before anything is appended, if one of them is larger
         than the log accepts.
         """
+        offset = expected - 1
+        for raw_key, raw_value in self._encode_all(records):
+            offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1,
+                                      timeout=_remaining(deadline))
+        return offset
+
+    def _encode_all(self, records: list[Record]) -> list[tuple[bytes, bytes | None]]:
+        """The (key, value) bytes to append for `records`, in order.
+
+        Raises RecordTooLarge, before anything is appended, if one of them is larger
+        than the log accepts.
+        """
         encoded = [self._encode(item) for item in records]
         limit = self._log.max_record_bytes
         if limit is not None:
@@ -386,12 +797,7 @@ class LogWriter:
                 if size > limit:
                     raise RecordTooLarge(f"a record of {size} bytes is larger than the {limit} bytes "
                                          "the schema log accepts")
-        offset = expected - 1
-        for forms, raw_value in encoded:
-            for raw_key in forms:
-                offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1,
-                                          timeout=_remaining(deadline))
-        return offset
+        return [(raw_key, raw_value) for forms, raw_value in encoded for raw_key in forms]
 
     def _encode(self, item: Record) -> tuple[list[bytes], bytes | None]:
         """The key byte forms to append `item` under, and its value bytes."""

@@ -3,7 +3,9 @@
 It is the read every consumer makes, and Flask's per-request machinery costs several
 times the lookup itself. The body is built by the same function the Flask view uses
 (`bodies.schema_body`) and memoised per id; the memo entry is reused only while the
-cache still holds the very same `StoredSchema`, so a hard delete is seen at once.
+cache still holds the very same `StoredSchema`, so a hard delete is seen at once. The
+memo holds one body per id read (about the size of the body: 0.6 KiB for a 370-byte
+Avro record), bounded by the ids the log has held.
 Anything else (not ready, unknown id, other paths, query strings) goes to Flask
 unchanged, so errors keep one way out. Never blocks.
 """
@@ -62,10 +64,13 @@ class SchemaByIdFastPath:
         schema_id = int(digits)
         stored = self._service.cached_schema(schema_id)
         if stored is None:
+            self._memo.pop(schema_id, None)  # a hard-deleted id's body goes with it
             return None
         memo = self._memo.get(schema_id)
         if memo is not None and memo[0] is stored:
             return memo[1]
-        body = orjson.dumps(schema_body(stored))
+        # A copy: orjson hands back its 4 KiB write buffer as the bytes object, and a
+        # memo of those held 4 KiB per id read (43 MiB over 10k ids; issue 17).
+        body = bytes(memoryview(orjson.dumps(schema_body(stored))))
         self._memo[schema_id] = (stored, body)
         return body

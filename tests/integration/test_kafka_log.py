@@ -297,6 +297,21 @@ def test_conflicting_append_is_refused_and_readers_drop_it(kafka_bootstrap: str,
     assert [r.misplaced for r in batch.records] == [False, True]
 
 
+def test_append_many_reports_where_each_record_landed_and_readers_drop_the_misplaced(
+        kafka_bootstrap: str, kafka_log: KafkaLog, fresh_topic: str) -> None:
+    assert kafka_log.append_many([(b"a", b"1"), (b"b", b"2"), (b"c", b"3")], 0) == [0, 1, 2], \
+        "one batch, consecutive offsets, in order"
+    # A stale batch (someone appended since its writer caught up) lands one further.
+    assert kafka_log.append_many([(b"d", b"4"), (b"e", b"5")], 2) == [3, 4]
+    raw = consume_raw(kafka_bootstrap, fresh_topic)
+    assert [r[2] for r in raw][3:] == [[(EXPECTED_OFFSET_HEADER, (2).to_bytes(8, "big"))],
+                                       [(EXPECTED_OFFSET_HEADER, (3).to_bytes(8, "big"))]], \
+        "each record carries the offset it expects, as a single append's does"
+    batch = read_records(kafka_log, 0, 5)
+    assert [r.misplaced for r in batch.records] == [False, False, False, True, True], \
+        "readers drop every record of the stale batch"
+
+
 def test_a_node_ignores_a_misplaced_schema_record(kafka_bootstrap: str, fresh_topic: str,
                                                   nodes: list[Node]) -> None:
     key = b'{"keytype":"SCHEMA","subject":"zombie","version":1,"magic":1}'

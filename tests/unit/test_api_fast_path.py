@@ -61,3 +61,23 @@ def test_the_fast_path_is_the_flask_endpoint_it_stands_for(client):
     route = Router(client.bridge._wsgi_app.__self__.url_map).match("GET", "/schemas/ids/7")
     assert route is not None and route.endpoint == fast_path.ENDPOINT, "authorization maps the same route"
     assert dict(route.arguments) == {fast_path.ARGUMENT: "7"}
+
+
+def test_the_memo_holds_about_a_body_per_id_not_a_serializer_buffer(client):
+    import tracemalloc
+
+    from registry.http.fast_path import SchemaByIdFastPath
+
+    fields = ",".join(f'{{"name":"f{i}","type":"long"}}' for i in range(10))
+    ids = [register(client, f"s{n}", f'{{"type":"record","name":"R{n}","fields":[{fields}]}}') for n in range(50)]
+    fast = SchemaByIdFastPath(client.node.service, lambda: True)
+    tracemalloc.start()
+    try:
+        bodies = [fast.answer("GET", f"/schemas/ids/{i}", b"") for i in ids]
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    size = max(len(body) for body in bodies)
+    # orjson returns its 4 KiB write buffer as the bytes object: memoised as such, 10k
+    # ids held 43 MiB more than their bodies (issue 17).
+    assert held / len(ids) < size + 400, f"{held / len(ids):.0f} B held per id for {size}-byte bodies"

@@ -82,3 +82,16 @@ def test_read_reports_the_position_it_reached(log):
     rest = log.read(first.next_offset, 100, 0)
     assert rest.next_offset == end, "a batch holding everything left reaches the end"
     assert log.read(end, 100, 0).next_offset == end, "an empty read at the end stays there"
+
+
+def test_append_many_lands_all_records_in_order_or_none(log):
+    log.append(b"first", b"v")
+    end = log.end_offset()
+    assert log.append_many([(b"a", b"1"), (b"b", b"2"), (b"a", None)], end) == [end, end + 1, end + 2], \
+        "one call, consecutive offsets from the expected one"
+    assert [r.key for r in log.read(end, 10, 0).records][-1] == b"a", "order kept, tombstone last"
+    assert log.end_offset() == end + 3
+    from store.log import LogConflict
+    with pytest.raises(LogConflict):
+        log.append_many([(b"c", b"3"), (b"d", b"4")], end)  # stale: the end moved
+    assert log.end_offset() == end + 3, "a refused batch appends none of its records"
