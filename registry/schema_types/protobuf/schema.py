@@ -151,6 +151,7 @@ class ProtobufType:
         """
         try:
             text = _text_of_descriptor(text)
+            references = {name: _text_of_descriptor(ref) for name, ref in references.items()}
             compiled = compile_schema(text, references, lenient=lenient, pool=self._pool)
             return ProtobufSchema(compiled)
         except InvalidSchema:
