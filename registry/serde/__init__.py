@@ -44,7 +44,7 @@ _LAZY = {
     "ProtobufSerializer": "registry.serde.protobuf",
     "ProtobufDeserializer": "registry.serde.protobuf",
     "AnyFormatDeserializer": "registry.serde.any_format",
-    "json_schema_of": "registry.serde.json_schema_of",
+    "json_schema_of": "registry.serde.dataclass_json_schema",
 }
 
 
