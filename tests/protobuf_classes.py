@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+from google.protobuf import descriptor_pool, message_factory
 from grpc_tools import protoc
+
+from registry.schema_types.protobuf import PROTOBUF
 
 COMMON = """syntax = "proto3";
 package shop;
@@ -74,3 +77,14 @@ def generated(directory: Path) -> SimpleNamespace:
                             order_pb2=importlib.import_module("shop.order_pb2"))
     _done["shop"] = found
     return found
+
+
+def order_v2() -> type:
+    """A second version of shop.Order (a `string channel = 9` added), built in a descriptor
+    pool of its own, as the same file cannot be generated twice into one process."""
+    text = ORDER.replace("  optional string note = 8;\n", "  optional string note = 8;\n  string channel = 9;\n")
+    parsed = PROTOBUF.parse(text, {"shop/common.proto": COMMON})
+    pool = descriptor_pool.DescriptorPool()
+    for file in parsed.file_descriptor_set().file:
+        pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
