@@ -198,7 +198,14 @@ class JSONSerializer:
             return None
         if self._to_dict is not None:
             obj = self._to_dict(obj, ctx)
-        header, validator = self._routes.get(ctx)
+        routes = self._routes
+        found = routes.constant
+        if found is None:
+            by_topic = routes.by_field.get(ctx.field) if ctx is not None else None
+            found = by_topic.get(ctx.topic) if by_topic is not None else None  # type: ignore[union-attr]
+            if found is None:
+                found = routes.get(ctx)
+        header, validator = found
         if validator is not None:
             try:
                 validator.validate(obj)

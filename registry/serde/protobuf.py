@@ -134,7 +134,14 @@ class ProtobufSerializer:
             return None
         if type(message) is not self._msg_type and not isinstance(message, self._msg_type):
             raise ValueError(f"message must be of type {self._msg_type} not {type(message)}")
-        return self._routes.get(ctx) + message.SerializeToString()
+        routes = self._routes
+        prefix = routes.constant
+        if prefix is None:
+            by_topic = routes.by_field.get(ctx.field) if ctx is not None else None
+            prefix = by_topic.get(ctx.topic) if by_topic is not None else None  # type: ignore[union-attr]
+            if prefix is None:
+                prefix = routes.get(ctx)
+        return prefix + message.SerializeToString()
 
     def serialize_batch(self, messages: Iterable[Message | None],
                         ctx: SerializationContext | None = None) -> list[bytes | None]:

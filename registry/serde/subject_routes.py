@@ -3,6 +3,9 @@
     routes = SubjectRoutes(strategy, record_name, resolve=lambda subject: header_for(subject))
     state = routes.get(ctx)          # resolve(subject) runs once per subject, under a lock
 
+A serializer's per-message path may inline `get`'s fast half (`constant`, then
+`by_field[ctx.field][ctx.topic]`) to save a method call; both are read-only to it.
+
 The JSON Schema and Protobuf serializers keep what they learned about a subject (its
 schema id, so its header) here. The subject is worked out from the context as the
 strategy would, but only once per (field, topic) for the strategies whose answer
@@ -35,16 +38,18 @@ class SubjectRoutes(Generic[T]):
         self._dependence = naming.dependence(strategy)
         self._lock = threading.Lock()
         self._by_subject: dict[str, T] = {}
-        self._routes: dict[Any, dict[str, T]] = {}
-        self._constant: T | None = None
+        self.by_field: dict[Any, dict[str, T]] = {}
+        """ctx.field -> ctx.topic -> state, for the (field, topic)s resolved so far."""
+        self.constant: T | None = None
+        """The state for every context, once known, for strategies that ignore the context."""
 
     def get(self, ctx: SerializationContext | None) -> T:
         """The state for `ctx`'s subject."""
-        constant = self._constant
+        constant = self.constant
         if constant is not None:
             return constant
         if ctx is not None:
-            routes = self._routes.get(ctx.field)
+            routes = self.by_field.get(ctx.field)
             if routes is not None:
                 found = routes.get(ctx.topic)
                 if found is not None:
@@ -70,7 +75,7 @@ class SubjectRoutes(Generic[T]):
                     found = self._resolve(subject)
                     self._by_subject[subject] = found
         if self._dependence is naming.Dependence.NOTHING:
-            self._constant = found
+            self.constant = found
         elif self._dependence is naming.Dependence.TOPIC_AND_FIELD and ctx is not None:
-            self._routes.setdefault(ctx.field, {})[ctx.topic] = found
+            self.by_field.setdefault(ctx.field, {})[ctx.topic] = found
         return found
