@@ -27,9 +27,10 @@ Dataclass type mapping (a field's type hint -> JSON Schema, draft 7):
 | `Literal[...]`, an `Enum`      | `enum` of the values                                  |
 | a dataclass                    | object, defined once under `definitions` and `$ref`'d |
 
-A field without a default is `required`. Objects stay open (no
-`additionalProperties: false`), so adding an optional field is a compatible change
-under Confluent's rules for an open content model. Type hints are resolved with
+A field without a default is `required`. Objects are closed
+(`additionalProperties: false`) unless `closed=False`: under Confluent's JSON Schema
+rules a later version may then add optional fields and stay BACKWARD compatible,
+whereas adding a property to an open content model is incompatible. Type hints are resolved with
 `typing.get_type_hints`; a recursive dataclass refers to itself through `$ref`.
 """
 from __future__ import annotations
@@ -69,8 +70,9 @@ _MAPPINGS = frozenset({dict, abc.Mapping, abc.MutableMapping})
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, closed: bool) -> None:
         self.definitions: dict[str, dict[str, Any]] = {}
+        self.closed = closed
 
     def of(self, hint: Any) -> dict[str, Any]:
         if hint in _SIMPLE:
@@ -118,19 +120,22 @@ class _Builder:
         out: dict[str, Any] = {"type": "object", "title": cls.__name__, "properties": properties}
         if required:
             out["required"] = required
+        if self.closed:
+            out["additionalProperties"] = False
         return out
 
 
-def json_schema_of(cls: type, title: str | None = None) -> dict[str, Any]:
+def json_schema_of(cls: type, title: str | None = None, *, closed: bool = True) -> dict[str, Any]:
     """The JSON Schema (draft 7) of dataclass `cls`, or a pydantic model's own schema;
-    titled `title` or the class name (the record name of RecordNameStrategy). Raises
-    TypeError for a field type with no JSON Schema counterpart."""
+    titled `title` or the class name (the record name of RecordNameStrategy); objects
+    closed unless `closed` is False. Raises TypeError for a field type with no JSON
+    Schema counterpart."""
     model_schema = getattr(cls, "model_json_schema", None)
     if callable(model_schema):  # pydantic v2
         schema = dict(model_schema())
         schema.setdefault("$schema", "https://json-schema.org/draft/2020-12/schema")
     elif dataclasses.is_dataclass(cls):
-        builder = _Builder()
+        builder = _Builder(closed)
         schema = {"$schema": _DRAFT_7, **builder.object(cls)}
         if builder.definitions:  # nested dataclasses, and `cls` itself if it recurses
             schema["definitions"] = builder.definitions
@@ -141,9 +146,9 @@ def json_schema_of(cls: type, title: str | None = None) -> dict[str, Any]:
     return schema
 
 
-def json_schema_json(cls: type, title: str | None = None) -> str:
-    """`json_schema_of(cls, title)` as compact JSON text, ready for `JSONSerializer`."""
-    return orjson.dumps(json_schema_of(cls, title)).decode()
+def json_schema_json(cls: type, title: str | None = None, *, closed: bool = True) -> str:
+    """`json_schema_of(cls, title, closed=closed)` as compact JSON text, for `JSONSerializer`."""
+    return orjson.dumps(json_schema_of(cls, title, closed=closed)).decode()
 
 
 def json_dict_of(obj: Any, ctx: Any = None) -> Any:

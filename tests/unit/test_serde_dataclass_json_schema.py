@@ -104,3 +104,11 @@ def test_configuration_as_confluent_kafka() -> None:
         ProtobufDeserializer(None, {"use.deprecated.format": 1}, schema_registry_client=object())
     with pytest.raises(ValueError, match="schema_registry_client is needed"):
         ProtobufDeserializer(None)
+
+
+def test_closed_by_default_open_on_request() -> None:
+    closed, open_ = json_schema_of(Address), json_schema_of(Address, closed=False)
+    assert closed["additionalProperties"] is False, "closed: later versions may add optional fields (BACKWARD)"
+    assert "additionalProperties" not in open_
+    assert not jsonschema.Draft7Validator(closed).is_valid({"city": "x", "other": 1})
+    assert jsonschema.Draft7Validator(open_).is_valid({"city": "x", "other": 1})
