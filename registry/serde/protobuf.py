@@ -36,7 +36,7 @@ from confluent_kafka import schema_registry as confluent
 from confluent_kafka.schema_registry import Schema, SchemaReference
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import SerializationContext, SerializationError
-from google.protobuf import descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import DecodeError, Message
 
@@ -235,17 +235,24 @@ def _by_id(lookup: SchemaLookup, schema_id: int) -> Schema:
         raise
 
 
-def compile_file(lookup: SchemaLookup, schema: Schema) -> FileDescriptor:
-    """`schema` (PROTOBUF) and its references compiled into a new descriptor pool; its file."""
+def descriptor_set(lookup: SchemaLookup, schema: Schema) -> descriptor_pb2.FileDescriptorSet:
+    """`schema` (PROTOBUF) and its references compiled: every file, dependencies first,
+    the schema's own last. Blocks on the registry (references) and the compiler."""
     try:
         references = {ref.name: ref.schema.schema_str for ref in lookup.referenced(schema)}
         parsed = PROTOBUF.parse(schema.schema_str or "", references, lenient=True)
     except (BadReference, InvalidSchema) as exc:
         raise SerializationError(f"cannot compile the writer's Protobuf schema: {exc}") from exc
+    return parsed.file_descriptor_set()
+
+
+def compile_file(lookup: SchemaLookup, schema: Schema) -> FileDescriptor:
+    """`schema` (PROTOBUF) and its references compiled into a new descriptor pool; its file."""
+    files = descriptor_set(lookup, schema).file
     pool = descriptor_pool.DescriptorPool()
-    for file in parsed.file_descriptor_set().file:
+    for file in files:
         pool.Add(file)
-    return pool.FindFileByName(parsed.main.name)
+    return pool.FindFileByName(files[-1].name)
 
 
 class ProtobufDeserializer:
