@@ -43,6 +43,7 @@ _LAZY = {
     "JSONDeserializer": "registry.serde.json_schema",
     "ProtobufSerializer": "registry.serde.protobuf",
     "ProtobufDeserializer": "registry.serde.protobuf",
+    "register_message_type": "registry.serde.protobuf",
     "AnyFormatDeserializer": "registry.serde.any_format",
     "json_schema_of": "registry.serde.dataclass_json_schema",
 }
@@ -63,6 +64,7 @@ __all__ = [
     "ProtobufDeserializer",
     "ProtobufSerializer",
     "json_schema_of",
+    "register_message_type",
     "AvroDecimal",
     "AvroDeserializer",
     "AvroSerializer",

@@ -29,7 +29,7 @@ Not supported: data-contract rules, `use.latest.with.metadata`, schema GUIDs.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import schema_registry as confluent
@@ -171,25 +171,49 @@ class ProtobufSerializer:
         return wire.header(schema_id) + self._indexes
 
     def _references(self, file: FileDescriptor, ctx: SerializationContext | None) -> list[SchemaReference]:
-        """Registers (or looks up) each file `file` imports, theirs first; their references.
-        Recursion is bounded by the import depth of generated code, which protoc checked."""
-        out = []
-        for dependency in file.dependencies:
-            if self._skip_known and is_known_type_file(dependency.name):
-                continue
-            schema = Schema(proto_text(dependency), "PROTOBUF", self._references(dependency, ctx))
-            subject = self._reference_subject(ctx, dependency)
-            if self._auto_register:
-                registered = self._client.register_schema_full_response(
-                    subject, schema, normalize_schemas=self._normalize)
-                version = registered.version
-                if version is None:
-                    version = self._client.lookup_schema(subject, schema,
-                                                         normalize_schemas=self._normalize).version
-            else:
-                version = self._client.lookup_schema(subject, schema, normalize_schemas=self._normalize).version
-            out.append(SchemaReference(dependency.name, subject, version))
-        return out
+        return file_references(self._client, file, ctx, auto_register=self._auto_register,
+                               normalize=self._normalize, skip_known_types=self._skip_known,
+                               reference_subject=self._reference_subject)
+
+
+def file_references(client: Any, file: FileDescriptor, ctx: SerializationContext | None = None, *,
+                    auto_register: bool = True, normalize: bool = False, skip_known_types: bool = True,
+                    reference_subject: Callable[[Any, FileDescriptor], str] =
+                    confluent.reference_subject_name_strategy) -> list[SchemaReference]:
+    """The references of `file`'s schema: each file it imports registered (or, without
+    `auto_register`, looked up) under `reference_subject(ctx, imported file)`, the files
+    those import first. Blocks on the registry; raises SchemaRegistryError. Recursion is
+    bounded by the import depth of generated code, which protoc checked."""
+    out = []
+    for dependency in file.dependencies:
+        if skip_known_types and is_known_type_file(dependency.name):
+            continue
+        nested = file_references(client, dependency, ctx, auto_register=auto_register, normalize=normalize,
+                                 skip_known_types=skip_known_types, reference_subject=reference_subject)
+        schema = Schema(proto_text(dependency), "PROTOBUF", nested)
+        subject = reference_subject(ctx, dependency)
+        version = None
+        if auto_register:
+            version = client.register_schema_full_response(subject, schema, normalize_schemas=normalize).version
+        if version is None:
+            version = client.lookup_schema(subject, schema, normalize_schemas=normalize).version
+        out.append(SchemaReference(dependency.name, subject, version))
+    return out
+
+
+def register_message_type(client: Any, subject: str, msg_type: type[Message], *, normalize: bool = False,
+                          skip_known_types: bool = True,
+                          reference_subject: Callable[[Any, FileDescriptor], str] =
+                          confluent.reference_subject_name_strategy) -> Any:
+    """Registers the .proto file of generated class `msg_type` under `subject`, each file it
+    imports first as a reference (see `file_references`); the RegisteredSchema answer.
+    What `ProtobufSerializer` does on its first message, for deployment scripts. Blocks
+    on the registry; raises SchemaRegistryError (e.g. an incompatible change)."""
+    file = msg_type.DESCRIPTOR.file
+    references = file_references(client, file, None, normalize=normalize, skip_known_types=skip_known_types,
+                                 reference_subject=reference_subject)
+    return client.register_schema_full_response(subject, Schema(proto_text(file), "PROTOBUF", references),
+                                                normalize_schemas=normalize)
 
 
 class WriterDescriptors:

@@ -27,6 +27,7 @@ from registry.serde import (
     JSONSerializer,
     ProtobufDeserializer,
     ProtobufSerializer,
+    register_message_type,
 )
 from tests.protobuf_classes import generated
 
@@ -161,6 +162,10 @@ def test_protobuf_imports_registered_as_references(client: Any, topic: str, shop
         ("shop/common.proto", "shop/common.proto")], \
         "the imported file is a reference named by its import path; google/protobuf/* is not registered"
     assert 'import "shop/common.proto";' in latest.schema.schema_str
+    again = register_message_type(client, f"{topic}-value", shop.order_pb2.Order)
+    assert again.schema_id == latest.schema_id, "registering the class by hand finds the same schema"
+    refund = register_message_type(client, f"{topic}-refund", shop.order_pb2.Refund)
+    assert refund.schema_id == latest.schema_id, "another message of the same file: the same schema"
 
 
 def test_protobuf_deprecated_format(client: Any, topic: str, shop: SimpleNamespace) -> None:
