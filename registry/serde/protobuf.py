@@ -145,9 +145,19 @@ class ProtobufSerializer:
 
     def serialize_batch(self, messages: Iterable[Message | None],
                         ctx: SerializationContext | None = None) -> list[bytes | None]:
-        """Each of `messages` serialized as `__call__` would."""
-        call = self.__call__
-        return [call(message, ctx) for message in messages]
+        """Each of `messages` serialized as `__call__` would, the subject resolved once
+        for the batch (a message is then one type check and `SerializeToString`)."""
+        prefix = self._routes.get(ctx)
+        cls = self._msg_type
+        out: list[bytes | None] = []
+        for message in messages:
+            if message is None:
+                out.append(None)
+                continue
+            if type(message) is not cls and not isinstance(message, cls):
+                raise ValueError(f"message must be of type {cls} not {type(message)}")
+            out.append(prefix + message.SerializeToString())
+        return out
 
     # ---- once per subject ----------------------------------------------------------------
 
@@ -349,9 +359,20 @@ class ProtobufDeserializer:
 
     def deserialize_batch(self, datas: Iterable[bytes | None],
                           ctx: SerializationContext | None = None) -> list[Message | None]:
-        """Each of `datas` deserialized as `__call__` would."""
-        call = self.__call__
-        return [call(data, ctx) for data in datas]
+        """Each of `datas` deserialized as `__call__` would, without a call per message
+        for framings seen before."""
+        by_prefix = self._by_prefix
+        out: list[Message | None] = []
+        for data in datas:
+            parse = by_prefix.get(data[:6]) if type(data) is bytes else None
+            if parse is None:
+                out.append(self(data, ctx))
+                continue
+            try:
+                out.append(parse(data[6:]))
+            except DecodeError:
+                out.append(self(data, ctx))  # raises, saying why
+        return out
 
     def framing(self, data: bytes) -> tuple[int, tuple[int, ...], int]:
         """(schema id, message indexes, payload offset) of `data`."""

@@ -148,6 +148,11 @@ def test_protobuf_both_ways_byte_identical(either_client: Any, confluent_client:
         dynamic = ProtobufDeserializer(None, schema_registry_client=either_client)(theirs, ctx)
         assert dynamic.SerializeToString() == value.SerializeToString(), \
             "without a message class, the writer's class is built from the registry"
+    batch = values + [None]
+    assert ours_ser.serialize_batch(batch, ctx) == [their_ser(v, ctx) for v in values] + [None], \
+        "serialize_batch writes what one call per message writes"
+    assert ProtobufDeserializer(cls).deserialize_batch([their_ser(v, ctx) for v in values] + [None], ctx) \
+        == batch, "deserialize_batch reads what one call per message reads"
     # Order.Line is [0, 1]: protoc places the map's LabelsEntry (declared first) at 0.
     framing = {"Order": b"\x00", "Order.Line": b"\x04\x00\x02", "Refund": b"\x02\x02", "Timestamp": b"\x00"}
     assert ours[5:5 + len(framing[which])] == framing[which], "Confluent's message-index bytes"
