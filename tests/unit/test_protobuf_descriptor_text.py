@@ -15,6 +15,7 @@ import pytest
 from google.protobuf import any_pb2, api_pb2, descriptor_pb2, struct_pb2, timestamp_pb2, type_pb2
 from google.protobuf.descriptor import FileDescriptor
 
+from registry.schema_types.base import InvalidSchema
 from registry.schema_types.protobuf import PROTOBUF
 from registry.schema_types.protobuf.descriptor_text import proto_text
 from tests.protobuf_classes import COMMON, generated
@@ -70,3 +71,26 @@ def test_base64_descriptor_parses_like_its_source(tmp_path: Path) -> None:
     encoded = base64.b64encode(shop.common_pb2.DESCRIPTOR.serialized_pb).decode()
     assert PROTOBUF.parse(encoded, {}).canonical() == PROTOBUF.parse(COMMON, {}).canonical(), \
         "confluent-kafka's registration form and the .proto text are the same schema"
+
+
+def nested_descriptor(depth: int) -> descriptor_pb2.FileDescriptorProto:
+    file = descriptor_pb2.FileDescriptorProto(name="deep.proto", syntax="proto3")
+    message = file.message_type.add(name="M0")
+    for level in range(1, depth):
+        message = message.nested_type.add(name=f"M{level}")
+    return file
+
+
+def test_hostile_descriptors_are_refused_with_a_reason() -> None:
+    """A base64 descriptor is bounded work too: too deep, a group, editions -> InvalidSchema."""
+    deeper_than_protobuf_reads = base64.b64encode(nested_descriptor(150).SerializeToString()).decode()
+    with pytest.raises(InvalidSchema, match="neither .proto text nor a base64 FileDescriptorProto"):
+        PROTOBUF.parse(deeper_than_protobuf_reads, {})
+    deeper_than_protoc_takes = base64.b64encode(nested_descriptor(80).SerializeToString()).decode()
+    with pytest.raises(InvalidSchema, match="nest"):
+        PROTOBUF.parse(deeper_than_protoc_takes, {})
+    editions = descriptor_pb2.FileDescriptorProto(name="e.proto", syntax="editions")
+    with pytest.raises(InvalidSchema, match="editions"):
+        PROTOBUF.parse(base64.b64encode(editions.SerializeToString()).decode(), {})
+    with pytest.raises(InvalidSchema, match="neither"):
+        PROTOBUF.parse(base64.b64encode(b"\xff\xff\xff\xff").decode(), {})

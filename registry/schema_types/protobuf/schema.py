@@ -172,9 +172,14 @@ def _text_of_descriptor(text: str) -> str:
     if not _BASE64.fullmatch(stripped) or len(stripped) % 4:
         return text
     try:
-        file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(stripped, validate=True))
-    except (DecodeError, ValueError):
+        raw = base64.b64decode(stripped, validate=True)
+    except ValueError:
         return text
+    try:
+        file = descriptor_pb2.FileDescriptorProto.FromString(raw)
+    except DecodeError as error:
+        raise InvalidSchema(f"the schema is neither .proto text nor a base64 FileDescriptorProto: "
+                            f"{error}") from None
     try:
         return proto_text(file)
     except DescriptorText as error:
