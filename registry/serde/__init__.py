@@ -3,9 +3,15 @@
     from registry.serde import AvroSerializer, AvroDeserializer
 
 Drop-ins for confluent-kafka's Avro serdes, with the registry asked once per
-(subject, schema) and nothing but fastavro per message. JSON Schema and Protobuf
-follow when the registry supports those schema types.
+(subject, schema) and nothing but fastavro per message. The JSON Schema and Protobuf
+serdes (`JSONSerializer`, `JSONDeserializer`, `ProtobufSerializer`,
+`ProtobufDeserializer`) and `AnyFormatDeserializer` (any of the three, told by the
+registry) need the `schema-types` extra (jsonschema, protobuf, protoc); they are
+imported on first use, so that an Avro-only producer installs without them.
 """
+import importlib
+from typing import Any
+
 from registry.serde.avro import AvroDeserializer, AvroSerializer
 from registry.serde.dataclass_schema import (
     TIME_MICROS,
@@ -32,7 +38,33 @@ from registry.serde.naming import (
 )
 from registry.serde.wire import TruncatedPayload, UnknownMagicByte, UnknownSchemaId
 
+_LAZY = {
+    "JSONSerializer": "registry.serde.json_schema",
+    "JSONDeserializer": "registry.serde.json_schema",
+    "ProtobufSerializer": "registry.serde.protobuf",
+    "ProtobufDeserializer": "registry.serde.protobuf",
+    "register_message_type": "registry.serde.protobuf",
+    "AnyFormatDeserializer": "registry.serde.any_format",
+    "json_schema_of": "registry.serde.dataclass_json_schema",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
+    "AnyFormatDeserializer",
+    "JSONDeserializer",
+    "JSONSerializer",
+    "ProtobufDeserializer",
+    "ProtobufSerializer",
+    "json_schema_of",
+    "register_message_type",
     "AvroDecimal",
     "AvroDeserializer",
     "AvroSerializer",

@@ -11,7 +11,11 @@
 `AvroDecoder` (decode.py) dispatches on each record's writer schema id to one
 spark-avro `from_avro` per writer schema, resolving every writer version into the
 reader schema's shape; `AvroEncoder` (encode.py) frames `to_avro` output; schemas.py
-reads schemas from the registry on the driver, once per id. Needs the `spark` extra
+reads schemas from the registry on the driver, once per id. `JsonSchemaDecoder` and
+`JsonSchemaEncoder` (json_schema.py) do the same for JSON Schema values with Spark's
+`from_json`/`to_json`, the Spark type derived from the schema; `ProtobufDecoder` and
+`ProtobufEncoder` (protobuf.py) for Protobuf, in a Python UDF (spark-protobuf's jar is
+not on the Maven Central we fetch from). Needs the `spark` extra
 (pyspark) and the connector jars (`make infra-fetch`, see jars.py).
 """
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 from registry.spark.decode import AvroDecoder, BatchDecoding, DecodeMode
 from registry.spark.encode import AvroEncoder
 from registry.spark.jars import connector_jars
+from registry.spark.json_schema import JsonSchemaDecoder, JsonSchemaEncoder, SchemaNotJson, spark_type_of
+from registry.spark.protobuf import ProtobufDecoder, ProtobufEncoder, SchemaNotProtobuf
 from registry.spark.schemas import RegisteredAvro, SchemaLookup, SchemaNotAvro
 
 __all__ = [
@@ -26,8 +32,15 @@ __all__ = [
     "AvroEncoder",
     "BatchDecoding",
     "DecodeMode",
+    "JsonSchemaDecoder",
+    "JsonSchemaEncoder",
+    "ProtobufDecoder",
+    "ProtobufEncoder",
+    "SchemaNotProtobuf",
+    "SchemaNotJson",
     "RegisteredAvro",
     "SchemaLookup",
     "SchemaNotAvro",
     "connector_jars",
+    "spark_type_of",
 ]

@@ -9,15 +9,18 @@
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Final
 
 from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
 
 from registry.schema_types.base import InvalidSchema, ParsedSchema
 from registry.schema_types.protobuf import compatibility
 from registry.schema_types.protobuf.compiler import CompiledSchema, ProtocPool, compile_schema
+from registry.schema_types.protobuf.descriptor_text import DescriptorText, proto_text
 from registry.schema_types.protobuf.printer import print_schema
 from registry.schema_types.protobuf.source import Path, Source
 from registry.schema_types.protobuf.symbols import FileProto, MessageProto, Symbols
@@ -137,6 +140,9 @@ class ProtobufType:
               ) -> ProtobufSchema:
         """Compile `text` (proto2 or proto3; see `SchemaType.parse`).
 
+        `text` may also be a FileDescriptorProto, base64-encoded, as confluent-kafka's
+        serializers register it: it is printed to .proto text (descriptor_text.py) and
+        compiled like any other, as Confluent's registry does.
         Each reference name is an import path: `import "other.proto"` is resolved by the
         reference named "other.proto"; google/protobuf/*.proto need no reference.
         `lenient` is for schemas already in the log: the size and nesting bounds are
@@ -144,6 +150,8 @@ class ProtobufType:
         Raises InvalidSchema with the compiler's reasons; blocks while it compiles.
         """
         try:
+            text = _text_of_descriptor(text)
+            references = {name: _text_of_descriptor(ref) for name, ref in references.items()}
             compiled = compile_schema(text, references, lenient=lenient, pool=self._pool)
             return ProtobufSchema(compiled)
         except InvalidSchema:
@@ -152,6 +160,30 @@ class ProtobufType:
             raise InvalidSchema("the schema is nested too deeply") from None
         except Exception as error:  # noqa: BLE001 - a parse must end in InvalidSchema
             raise InvalidSchema(f"cannot read the schema: {type(error).__name__}: {error}") from None
+
+
+_BASE64: Final = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
+
+def _text_of_descriptor(text: str) -> str:
+    """.proto text for a base64 FileDescriptorProto; any other text unchanged. .proto text
+    is never valid base64: every schema has a space or a semicolon."""
+    stripped = text.strip()
+    if not _BASE64.fullmatch(stripped) or len(stripped) % 4:
+        return text
+    try:
+        raw = base64.b64decode(stripped, validate=True)
+    except ValueError:
+        return text
+    try:
+        file = descriptor_pb2.FileDescriptorProto.FromString(raw)
+    except DecodeError as error:
+        raise InvalidSchema(f"the schema is neither .proto text nor a base64 FileDescriptorProto: "
+                            f"{error}") from None
+    try:
+        return proto_text(file)
+    except DescriptorText as error:
+        raise InvalidSchema(f"cannot read the serialized descriptor: {error}") from None
 
 
 PROTOBUF: Final = ProtobufType()
