@@ -1,4 +1,6 @@
-"""`schema-registry serve`: run one registry node until SIGTERM or SIGINT."""
+"""`schema-registry serve` runs one registry node until SIGTERM or SIGINT; the other
+commands (`subjects`, `get`, `register`, `check`, `export`, `import`, ... see
+registry/admin) administer registries over their REST API."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +8,8 @@ import importlib.util
 import logging
 import sys
 from typing import TYPE_CHECKING
+
+from registry.admin.arguments import add_admin_commands
 
 if TYPE_CHECKING:
     from registry.settings import Settings
@@ -32,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("-D", "--property", action="append", default=[], metavar="KEY=VALUE",
                        help="override one property (after the file and the environment)")
     serve.add_argument("--log-level", default="INFO")
+    add_admin_commands(commands)
     args = parser.parse_args(argv)
+    if args.command != "serve":
+        return run_admin(args)
     missing = missing_server_modules()
     if missing:
         print(f"schema-registry: serve needs the `server` extra, which is not installed (missing "
@@ -52,6 +59,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"schema-registry: configuration error: {exc}", file=sys.stderr)
         return 2
     return run(settings)
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    """An admin command; they need the `admin` extra (rich) beside the client."""
+    if importlib.util.find_spec("rich") is None:
+        print("schema-registry: the admin commands need the `admin` extra, which is not installed: "
+              "pip install 'schema-registry-py[admin]'", file=sys.stderr)
+        return 2
+    # Loaded once rich is known to be there: a client-only install still parses and says why.
+    from registry.admin.commands import run as run_command
+
+    return run_command(args)
 
 
 def run(settings: Settings) -> int:
