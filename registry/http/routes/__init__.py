@@ -5,7 +5,9 @@ from registry.http.routes.config import config_routes
 from registry.http.routes.contexts import context_routes
 from registry.http.routes.schemas import schema_routes
 from registry.http.routes.subjects import subject_routes
+from registry.http.routes.ui import ui_routes
 
-BLUEPRINTS = (subject_routes, schema_routes, config_routes, context_routes, association_routes, cluster_routes)
+BLUEPRINTS = (subject_routes, schema_routes, config_routes, context_routes, association_routes, cluster_routes,
+              ui_routes)
 
 __all__ = ["BLUEPRINTS"]
