@@ -50,7 +50,7 @@ function h(tag, attrs, ...children) {
     else if (name === "text") el.textContent = value;
     else el.setAttribute(name, value === true ? "" : value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
