@@ -105,28 +105,30 @@ def export_to(transport: Transport, directory: Path, *, prefix: str, deleted: bo
               workers: int = 8, progress: Progress | None = None) -> ExportSummary:
     """Write an export of `transport`'s registry under `directory` (created). Blocks on
     one request per page of schemas and two per subject (its config and mode, `workers`
-    at a time). Raises SchemaRegistryError or RegistryUnreachable from the source."""
+    at a time, while the pages are read). Raises SchemaRegistryError or
+    RegistryUnreachable from the source."""
     started = time.monotonic()
     directory.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
     progress = progress or _progress(False)
-    subjects: dict[str, None] = {}
-    task = progress.add_task("export schemas", total=None)
-    with open(directory / "schemas.jsonl", "wb") as out:
-        for page in schema_pages(transport, prefix, deleted):
-            out.write(b"".join(orjson.dumps(body) + b"\n" for body in page))
-            subjects.update((body["subject"], None) for body in page)
-            summary.schemas += len(page)
-            progress.update(task, advance=len(page))
-    progress.update(task, total=summary.schemas)
+    subjects = transport.request("GET", "/subjects", query={"subjectPrefix": prefix, "deleted": "true"})
     summary.subjects = len(subjects)
+    task = progress.add_task("export schemas", total=None)
     settings_task = progress.add_task("export settings", total=len(subjects) + (0 if prefix else 1))
-    with open(directory / "settings.jsonl", "wb") as out:
-        if not prefix:
-            out.write(orjson.dumps(_settings_of(transport, None)) + b"\n")
-            progress.update(settings_task, advance=1)
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for found in pool.map(lambda s: _settings_of(transport, s), subjects):
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        # The settings (two requests a subject) are fetched while the schemas are paged.
+        settings = pool.map(lambda s: _settings_of(transport, s), subjects)
+        with open(directory / "schemas.jsonl", "wb") as out:
+            for page in schema_pages(transport, prefix, deleted):
+                out.write(b"".join(orjson.dumps(body) + b"\n" for body in page))
+                summary.schemas += len(page)
+                progress.update(task, advance=len(page))
+        progress.update(task, total=summary.schemas)
+        with open(directory / "settings.jsonl", "wb") as out:
+            if not prefix:
+                out.write(orjson.dumps(_settings_of(transport, None)) + b"\n")
+                progress.update(settings_task, advance=1)
+            for found in settings:
                 if found["config"] is not None or found["mode"] is not None:
                     out.write(orjson.dumps(found) + b"\n")
                     summary.settings += 1
