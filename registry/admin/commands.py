@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     except (SchemaRegistryError, RegistryUnreachable, ConnectionOptionError, SchemaFileError,
             CommandError, migration.MigrationError) as exc:
         if args.json:
-            code = exc.error_code if isinstance(exc, SchemaRegistryError) else EXIT_ERROR
+            # Only the registry's answers carry a Confluent code; other errors carry null.
+            code = exc.error_code if isinstance(exc, SchemaRegistryError) else None
             message = exc.error_message if isinstance(exc, SchemaRegistryError) else str(exc)
             sys.stderr.write(orjson.dumps({"error_code": code, "message": message}).decode() + "\n")
             return EXIT_ERROR
