@@ -166,7 +166,7 @@ async function subjectsView(query) {
     h("div", { class: "pager" },
       current > 0 ? h("a", { href: go(current - 1), id: "prev-page", text: "← previous" }) : null,
       h("span", { class: "muted", id: "page-info",
-                  text: all.length ? `${current * PAGE_SIZE + 1}–${current * PAGE_SIZE + shown.length} of ${all.length.toLocaleString()}` : "no subjects" }),
+                  text: all.length ? `${(current * PAGE_SIZE + 1).toLocaleString()}–${(current * PAGE_SIZE + shown.length).toLocaleString()} of ${all.length.toLocaleString()}` : "no subjects" }),
       current < pages - 1 ? h("a", { href: go(current + 1), id: "next-page", text: "next →" }) : null),
   );
   search.focus();
