@@ -95,3 +95,14 @@ def test_connection_options():
         transport_for({"url": "ftp://nope"})
     with pytest.raises(ConnectionOptionError):
         client_conf("http://a", ["novalue"])
+
+
+def test_admin_commands_without_the_admin_extra_say_which_extra(monkeypatch, capsys):
+    import importlib.util
+
+    from registry import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name, *a: None if name == "rich" else real(name, *a))
+    assert cli.main(["subjects", "--url", "http://127.0.0.1:9"]) == 2, "a missing extra is an error (2)"
+    assert "pip install 'schema-registry-py[admin]'" in capsys.readouterr().err, "the message names the extra"
