@@ -193,6 +193,12 @@ def test_config_and_mode_per_subject(registry, subject, files):
     assert cli_json("config", url=url)["compatibilityLevel"] == "BACKWARD", "config alone is the global level"
 
 
+def test_several_urls_fail_over_to_a_live_node(registry, subject, files):
+    cli_json("register", subject, str(files / "v1.avsc"), url=registry.url)
+    found = cli_json("subjects", "--prefix", subject, url=f"http://127.0.0.1:9,{registry.url}")
+    assert found == [subject], "with a dead first node, the command is answered by the next one"
+
+
 def test_errors_are_one_line_with_the_confluent_code(registry):
     done = cli("get", "no-such-subject-anywhere", url=registry.url)
     assert done.returncode == 2, "an error exits 2"
