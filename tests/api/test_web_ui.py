@@ -191,6 +191,9 @@ def test_status_shows_leader_and_errors_show_the_code(page, registry):
     assert page.inner_text("#status-ready") == "yes", "a ready node says so"
     assert page.inner_text("#status-leader") == (leader["leader"] or "none known"), "the leader /leader names"
     assert page.locator("#metrics").count() == 1, "metrics, or a note that there are none"
+    page.click("#global-settings")
+    expect(page.locator("#config-source")).to_have_text("set globally")
+    assert page.locator("#config-select").input_value() == "BACKWARD", "the global level is the one selected"
     page.goto(f"{registry.url}/ui#/subject/no-such-subject-{uuid.uuid4().hex[:6]}")
     page.wait_for_selector("#error:not([hidden])")
     assert "40401" in page.inner_text("#error"), "a REST error is shown with Confluent's code"
