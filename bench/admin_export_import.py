@@ -35,6 +35,9 @@ from registry_process import CLI, avro_record, registry  # noqa: E402
 from store.records import ConfigKey, ConfigValue, SchemaKey, SchemaValue, encode_key, encode_value  # noqa: E402
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+# Reading 110,000 records at start-up can outlast the default 10 s on a loaded machine, and
+# a static leader whose first catch-up times out never becomes ready (reported as a bug).
+SERVER_ENV = {"SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "300000"}
 
 
 def prefill(data_dir: Path, subjects: int, versions: int) -> None:
@@ -141,19 +144,19 @@ def main() -> None:
               f"in {time.perf_counter() - started:.1f} s")
         floor = durable_commits_per_second(root)
         export_dir = root / "export"
-        with registry(root / "source", ready_timeout=300) as (source, _):
+        with registry(root / "source", SERVER_ENV, ready_timeout=300) as (source, _):
             ex_s, ex_mib, exported = run_cli("export", str(export_dir), "--url", source)
             assert exported["schemas"] == total, f"exported {exported['schemas']} of {total}"
             ref_ex = None if args.no_reference else reference_export(source)
         size_mib = sum(p.stat().st_size for p in export_dir.iterdir()) / 2**20
-        with registry(root / "target", ready_timeout=300) as (target, target_pid):
+        with registry(root / "target", SERVER_ENV, ready_timeout=300) as (target, target_pid):
             im_s, im_mib, imported = run_cli("import", str(export_dir), "--url", target,
                                              "--workers", str(args.workers))
             assert imported["imported"] == total and not imported["failed"], f"import: {imported}"
             hwm = _vm_hwm_mib(target_pid)
         ref_im = None
         if not args.no_reference:
-            with registry(root / "reference", ready_timeout=300) as (ref_url, _):
+            with registry(root / "reference", SERVER_ENV, ready_timeout=300) as (ref_url, _):
                 ref_im = reference_import(ref_url, export_dir, args.workers)
 
     print(f"durable SQLite commits/s on this disk: {floor:,.0f} (so one commit per registration needs "
@@ -183,5 +186,5 @@ def _vm_hwm_mib(pid: int) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.stdout.reconfigure(line_buffering=True)
     main()
