@@ -144,6 +144,8 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--prefix", default="", help="only subjects starting with this")
     which.add_argument("--context", help="only this context's subjects (e.g. '.staging')")
     parser.add_argument("--no-deleted", action="store_true", help="leave soft-deleted versions out")
+    parser.add_argument("--no-subject-settings", action="store_true",
+                        help="leave subjects' own config and mode out (two requests a subject saved)")
 
 
 def _add_import_options(parser: argparse.ArgumentParser) -> None:

@@ -102,11 +102,12 @@ def schema_pages(transport: Transport, prefix: str, deleted: bool) -> Iterator[l
 
 
 def export_to(transport: Transport, directory: Path, *, prefix: str, deleted: bool, source: str,
-              workers: int = 8, progress: Progress | None = None) -> ExportSummary:
+              workers: int = 8, subject_settings: bool = True,
+              progress: Progress | None = None) -> ExportSummary:
     """Write an export of `transport`'s registry under `directory` (created). Blocks on
     one request per page of schemas and two per subject (its config and mode, `workers`
-    at a time, while the pages are read). Raises SchemaRegistryError or
-    RegistryUnreachable from the source."""
+    at a time, while the pages are read; none without `subject_settings`). Raises
+    SchemaRegistryError or RegistryUnreachable from the source."""
     started = time.monotonic()
     directory.mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
@@ -114,10 +115,11 @@ def export_to(transport: Transport, directory: Path, *, prefix: str, deleted: bo
     subjects = transport.request("GET", "/subjects", query={"subjectPrefix": prefix, "deleted": "true"})
     summary.subjects = len(subjects)
     task = progress.add_task("export schemas", total=None)
-    settings_task = progress.add_task("export settings", total=len(subjects) + (0 if prefix else 1))
+    with_settings = subjects if subject_settings else []
+    settings_task = progress.add_task("export settings", total=len(with_settings) + (0 if prefix else 1))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         # The settings (two requests a subject) are fetched while the schemas are paged.
-        settings = pool.map(lambda s: _settings_of(transport, s), subjects)
+        settings = pool.map(lambda s: _settings_of(transport, s), with_settings)
         with open(directory / "schemas.jsonl", "wb") as out:
             for page in schema_pages(transport, prefix, deleted):
                 out.write(b"".join(orjson.dumps(body) + b"\n" for body in page))
@@ -185,11 +187,13 @@ def export_command(args: argparse.Namespace, out: Output, transport: Transport) 
         if is_archive(destination):
             with tempfile.TemporaryDirectory(dir=destination.parent or None) as work:
                 summary = export_to(transport, Path(work), prefix=prefix, deleted=not args.no_deleted,
-                                    source=source, progress=progress)
+                                    source=source, subject_settings=not args.no_subject_settings,
+                                    progress=progress)
                 write_archive(Path(work), destination)
         else:
             summary = export_to(transport, destination, prefix=prefix, deleted=not args.no_deleted,
-                                source=source, progress=progress)
+                                source=source, subject_settings=not args.no_subject_settings,
+                                progress=progress)
     out.table(["exported", "count"], [("schemas", summary.schemas), ("subjects", summary.subjects),
                                       ("subject settings", summary.settings),
                                       ("seconds", f"{summary.seconds:.1f}")],
@@ -437,7 +441,8 @@ def copy_command(args: argparse.Namespace, out: Output, source: Transport, targe
     with tempfile.TemporaryDirectory(prefix="schema-registry-copy-") as work:
         with _progress(not (args.no_progress or args.json)) as progress:
             export_to(source, Path(work), prefix=prefix, deleted=not args.no_deleted,
-                      source=source.nodes[0].url, workers=args.workers, progress=progress)
+                      source=source.nodes[0].url, workers=args.workers,
+                      subject_settings=not args.no_subject_settings, progress=progress)
             with open_export(Path(work)) as opener:
                 _, schemas, settings = read_export(opener)
             summary = import_into(target, schemas, settings, prefix=prefix, force=args.force,

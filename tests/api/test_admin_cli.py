@@ -355,6 +355,9 @@ def test_export_of_a_context_and_copy_between_registries(start_registry, tmp_pat
     before = populate(source, tmp_path)
     staging = cli_json("export", str(tmp_path / "staging"), "--context", ".staging", url=source.url)
     assert staging["schemas"] == 1 and staging["subjects"] == 1, "--context selects that context's subjects"
+    bare = cli_json("export", str(tmp_path / "bare"), "--no-subject-settings", url=source.url)
+    assert bare["settings"] == 0 and (tmp_path / "bare" / "settings.jsonl").read_text().count("\n") == 1, \
+        "--no-subject-settings keeps only the global settings"
     copied = cli("copy", "--from", source.url, "--to", target.url, "--json")
     assert copied.returncode == 0, copied.stderr
     assert json.loads(copied.stdout)["imported"] == 6, "copy moves every version"
