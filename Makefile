@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install run test test-unit test-integration infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
+.PHONY: install run test test-unit test-integration browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -29,6 +29,18 @@ run: install
 ## test: install what the tests need, fetch Kafka and ZooKeeper, run every test
 test: $(TEST_STAMP) infra-fetch js-fetch
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+## browser: Debian's chromium for the web UI tests (tests/api/test_web_ui.py, Playwright
+## without its own browsers), installed when missing and we are root; otherwise those
+## tests skip, saying so
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
+	      || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; \
+	  else echo "make browser: chromium is missing and cannot be installed here (not root or no apt-get)"; fi; }
+
+test: browser
 
 test-unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider

@@ -1,8 +1,8 @@
-"""`schema-registry serve`: run one registry node until SIGTERM or SIGINT.
-
-Also `schema-registry hash-password` (a users-file line for HTTP Basic) and
-`schema-registry openapi` (the API description, as /openapi.json serves it).
-"""
+"""`schema-registry serve` runs one registry node until SIGTERM or SIGINT;
+`schema-registry hash-password` prints a users-file line for HTTP Basic and
+`schema-registry openapi` the API description (as /openapi.json serves it). The other
+commands (`subjects`, `get`, `register`, `check`, `export`, `import`, ... see
+registry/admin) administer registries over their REST API."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +13,8 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+from registry.admin.arguments import add_admin_commands
+
 if TYPE_CHECKING:
     from registry.settings import Settings
 
@@ -22,6 +24,10 @@ log = logging.getLogger("registry")
 # schema-registry-py`) lacks these, so the server's modules are imported only after
 # `missing_server_modules` found them all.
 SERVER_MODULES = ("flask", "werkzeug", "granian", "kazoo", "jproperties", "grpc_tools", "jsonschema", "re2")
+
+
+# The commands that run server code; every other one is an admin command (registry/admin).
+_SERVER_COMMANDS = frozenset({"serve", "hash-password", "openapi"})
 
 
 def missing_server_modules() -> list[str]:
@@ -46,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     hashing.add_argument("--time-cost", type=int, default=None, help="argon2 passes (default 2)")
     hashing.add_argument("--memory-kib", type=int, default=None, help="argon2 memory in KiB (default 19456)")
     commands.add_parser("openapi", help="print the API description (docs/openapi.json)")
+    add_admin_commands(commands)
     args = parser.parse_args(argv)
+    if args.command not in _SERVER_COMMANDS:
+        return run_admin(args)
     missing = missing_server_modules()
     if missing:
         print(f"schema-registry: {args.command} needs the `server` extra, which is not installed (missing "
@@ -93,6 +102,18 @@ def _hash_password(args: argparse.Namespace) -> int:
     roles = [r.strip() for r in args.roles.split(",") if r.strip()]
     print(passwords.users_file_line(args.user, password, roles, **cost))
     return 0
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    """An admin command; they need the `admin` extra (rich) beside the client."""
+    if importlib.util.find_spec("rich") is None:
+        print("schema-registry: the admin commands need the `admin` extra, which is not installed: "
+              "pip install 'schema-registry-py[admin]'", file=sys.stderr)
+        return 2
+    # Loaded once rich is known to be there: a client-only install still parses and says why.
+    from registry.admin.commands import run as run_command
+
+    return run_command(args)
 
 
 def run(settings: Settings) -> int:

@@ -189,6 +189,9 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("observability.metrics_text", "GET"): Doc(
         "Prometheus metrics (404 when metrics.enabled is false)", "Node", {"type": "string"},
         answer_type="text/plain; version=0.0.4; charset=utf-8"),
+    ("ui.ui_index", "GET"): Doc("The web UI's page", "UI", {"type": "string"}, answer_type="text/html"),
+    ("ui.ui_file", "GET"): Doc("One of the web UI's static files (404 for any other name)", "UI",
+                               {"type": "string"}, answer_type="application/octet-stream"),
     ("observability.openapi", "GET"): Doc(
         "This description", "Node", {"type": "object"}, answer_type="application/json"),
 }

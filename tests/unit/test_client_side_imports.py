@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CLIENT_SIDE = ("registry.client", "registry.serde", "registry.spark")
+CLIENT_SIDE = ("registry.client", "registry.serde", "registry.spark", "registry.admin")
 ALLOWED_OURS = (*CLIENT_SIDE, "registry.schema_types")
 # The server's own packages and the `server` extra's libraries.
 FORBIDDEN = ("store", "election", "flask", "werkzeug", "granian", "kazoo", "jproperties")

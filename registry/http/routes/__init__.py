@@ -6,8 +6,9 @@ from registry.http.routes.contexts import context_routes
 from registry.http.routes.observability import observability_routes
 from registry.http.routes.schemas import schema_routes
 from registry.http.routes.subjects import subject_routes
+from registry.http.routes.ui import ui_routes
 
 BLUEPRINTS = (subject_routes, schema_routes, config_routes, context_routes, association_routes, cluster_routes,
-              observability_routes)
+              observability_routes, ui_routes)
 
 __all__ = ["BLUEPRINTS"]

@@ -98,6 +98,10 @@ ROUTE_POLICIES: Mapping[tuple[str, str], Policy] = {
     ("cluster.ready", "GET"): _AUTHENTICATED,
     ("observability.metrics_text", "GET"): _READ_GLOBAL,
     ("observability.openapi", "GET"): _AUTHENTICATED,
+    # The web UI's static files: the browser asks for credentials once, for them, and
+    # sends the same with the API calls the page makes (each authorized as any call).
+    ("ui.ui_index", "GET"): _AUTHENTICATED,
+    ("ui.ui_file", "GET"): _AUTHENTICATED,
 }
 
 

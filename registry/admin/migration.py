@@ -1,0 +1,451 @@
+"""Moving a registry's schemas elsewhere: export, import (ids and versions kept) and copy.
+
+    schema-registry export backup.tar.gz --url http://confluent:8081 --prefix orders-
+    schema-registry import backup.tar.gz --url http://ours:8081
+
+An export is a directory (or a .tar.gz/.tgz/.zip of one) holding
+* `manifest.json`: what was exported, from where, and how many schemas;
+* `schemas.jsonl`: every version, one `GET /schemas` body a line (subject, version, id,
+  type, references, metadata, rules, schema text, and `deleted` for soft-deleted ones);
+* `settings.jsonl`: per-subject (and, for a whole registry, global) config and mode.
+
+An import switches the target to IMPORT mode and registers each version with its id
+and version number, a schema only after the versions it references (in waves, each
+wave's requests concurrent). It is resumable: versions the target already holds with
+the same id are skipped, so running it again after an interruption finishes the job.
+The target is left in IMPORT mode when something failed (so the re-run can go on) and
+restored to its previous mode otherwise.
+
+Peak memory is about one copy of the export's schemas (the import plans the order of
+the whole set); exports stream page by page.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tarfile
+import tempfile
+import threading
+import time
+import zipfile
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from registry.admin.output import EXIT_ERROR, EXIT_OK, Output
+from registry.client import SchemaRegistryError
+from registry.client.transport import Transport
+
+FORMAT = "schema-registry-py export"
+FORMAT_VERSION = 1
+PAGE = 10_000
+# Submitted ahead of the workers, so that a wave of 100,000 does not hold 100,000 futures.
+_BATCH = 2_000
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+_OPERATION_NOT_PERMITTED = 42205
+
+
+class MigrationError(Exception):
+    """An export or import cannot go on (unreadable export, target refuses IMPORT, ...)."""
+
+
+def q(subject: str) -> str:
+    return quote(subject, safe="")
+
+
+def selection_prefix(prefix: str, context: str | None) -> str:
+    """The subject prefix that selects `context` (`.staging` or `staging`), else `prefix`."""
+    if context is None:
+        return prefix
+    return f":{context if context.startswith('.') else '.' + context}:"
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), disable=not enabled, transient=False)
+
+
+# ---- export -------------------------------------------------------------------------
+
+@dataclass
+class ExportSummary:
+    schemas: int = 0
+    subjects: int = 0
+    settings: int = 0
+    seconds: float = 0.0
+
+
+def schema_pages(transport: Transport, prefix: str, deleted: bool) -> Iterator[list[dict[str, Any]]]:
+    """Every version under `prefix`, `PAGE` at a time, in the registry's order (subject,
+    then version). Each page is one request; a registry changed meanwhile may shift pages,
+    so a version is yielded at most once but may be missed: export a quiet registry."""
+    offset = 0
+    seen: set[tuple[str, int]] = set()
+    while True:
+        page = transport.request("GET", "/schemas", query={"subjectPrefix": prefix, "deleted": str(deleted).lower(),
+                                                           "offset": offset, "limit": PAGE})
+        fresh = [b for b in page if (b["subject"], b["version"]) not in seen]
+        seen.update((b["subject"], b["version"]) for b in fresh)
+        if fresh:
+            yield fresh
+        if len(page) < PAGE:
+            return
+        offset += PAGE
+
+
+def export_to(transport: Transport, directory: Path, *, prefix: str, deleted: bool, source: str,
+              workers: int = 8, subject_settings: bool = True,
+              progress: Progress | None = None) -> ExportSummary:
+    """Write an export of `transport`'s registry under `directory` (created). Blocks on
+    one request per page of schemas and two per subject (its config and mode, `workers`
+    at a time, while the pages are read; none without `subject_settings`). Raises
+    SchemaRegistryError or RegistryUnreachable from the source."""
+    started = time.monotonic()
+    directory.mkdir(parents=True, exist_ok=True)
+    summary = ExportSummary()
+    progress = progress or _progress(False)
+    subjects = transport.request("GET", "/subjects", query={"subjectPrefix": prefix, "deleted": "true"})
+    summary.subjects = len(subjects)
+    task = progress.add_task("export schemas", total=None)
+    with_settings = subjects if subject_settings else []
+    settings_task = progress.add_task("export settings", total=len(with_settings) + (0 if prefix else 1))
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        # The settings (two requests a subject) are fetched while the schemas are paged.
+        settings = pool.map(lambda s: _settings_of(transport, s), with_settings)
+        with open(directory / "schemas.jsonl", "wb") as out:
+            for page in schema_pages(transport, prefix, deleted):
+                out.write(b"".join(orjson.dumps(body) + b"\n" for body in page))
+                summary.schemas += len(page)
+                progress.update(task, advance=len(page))
+        progress.update(task, total=summary.schemas)
+        with open(directory / "settings.jsonl", "wb") as out:
+            if not prefix:
+                out.write(orjson.dumps(_settings_of(transport, None)) + b"\n")
+                progress.update(settings_task, advance=1)
+            for found in settings:
+                if found["config"] is not None or found["mode"] is not None:
+                    out.write(orjson.dumps(found) + b"\n")
+                    summary.settings += 1
+                progress.update(settings_task, advance=1)
+    summary.seconds = time.monotonic() - started
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "source": source, "prefix": prefix,
+                "deleted": deleted, "schemas": summary.schemas, "subjects": summary.subjects,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    (directory / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    return summary
+
+
+def _settings_of(transport: Transport, subject: str | None) -> dict[str, Any]:
+    """A subject's own config and mode (None where it has none), or the global ones."""
+    path = "" if subject is None else f"/{q(subject)}"
+    found: dict[str, Any] = {"subject": subject}
+    for resource, missing in (("config", 40408), ("mode", 40409)):
+        try:
+            answer = transport.request("GET", f"/{resource}{path}")
+        except SchemaRegistryError as exc:
+            if exc.error_code != missing and exc.http_status_code != 404:
+                raise
+            answer = None
+        if resource == "mode" and answer is not None:
+            answer = answer.get("mode")
+        found[resource] = answer
+    return found
+
+
+def write_archive(directory: Path, destination: Path) -> None:
+    """`directory`'s export files as the archive `destination` names (.tar.gz/.tgz/.zip)."""
+    names = ("manifest.json", "schemas.jsonl", "settings.jsonl")
+    partial = destination.with_name(destination.name + ".partial")
+    if destination.name.endswith(".zip"):
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name in names:
+                archive.write(directory / name, name)
+    else:
+        with tarfile.open(partial, "w:gz", compresslevel=6) as archive:
+            for name in names:
+                archive.add(directory / name, name)
+    partial.replace(destination)  # never a half-written archive under the real name
+
+
+def is_archive(path: Path) -> bool:
+    return path.name.endswith(_ARCHIVE_SUFFIXES)
+
+
+def export_command(args: argparse.Namespace, out: Output, transport: Transport) -> int:
+    destination = Path(args.destination)
+    prefix = selection_prefix(args.prefix, args.context)
+    source = transport.nodes[0].url
+    with _progress(not (args.no_progress or args.json)) as progress:
+        if is_archive(destination):
+            with tempfile.TemporaryDirectory(dir=destination.parent or None) as work:
+                summary = export_to(transport, Path(work), prefix=prefix, deleted=not args.no_deleted,
+                                    source=source, subject_settings=not args.no_subject_settings,
+                                    progress=progress)
+                write_archive(Path(work), destination)
+        else:
+            summary = export_to(transport, destination, prefix=prefix, deleted=not args.no_deleted,
+                                source=source, subject_settings=not args.no_subject_settings,
+                                progress=progress)
+    out.table(["exported", "count"], [("schemas", summary.schemas), ("subjects", summary.subjects),
+                                      ("subject settings", summary.settings),
+                                      ("seconds", f"{summary.seconds:.1f}")],
+              data={"destination": str(destination), **vars(summary)})
+    return EXIT_OK
+
+
+# ---- import -------------------------------------------------------------------------
+
+@dataclass
+class ImportSummary:
+    schemas: int = 0
+    imported: int = 0
+    skipped: int = 0
+    soft_deleted: int = 0
+    settings: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    mode_restored: str | None = None
+    seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def open_export(source: Path) -> Iterator[Callable[[str], IO[bytes]]]:
+    """A function opening one file of the export at `source` (a directory or archive),
+    by name, for reading; members of an archive are read in place, never extracted."""
+    if not source.exists():
+        raise MigrationError(f"{source}: no such export")
+    if source.is_dir():
+        yield lambda name: open(source / name, "rb")
+        return
+    try:
+        if source.name.endswith(".zip"):
+            with zipfile.ZipFile(source) as archive:
+                yield lambda name: archive.open(name)
+        else:
+            with tarfile.open(source, "r:*") as tar:
+                def member(name: str) -> IO[bytes]:
+                    handle = tar.extractfile(name)
+                    if handle is None:
+                        raise KeyError(name)
+                    return handle
+                yield member
+    except (tarfile.TarError, zipfile.BadZipFile) as exc:
+        raise MigrationError(f"{source}: not an export archive ({exc})") from None
+
+
+def read_export(opener: Callable[[str], IO[bytes]]) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                                                list[dict[str, Any]]]:
+    """The manifest, the schemas and the settings of an export. Raises MigrationError."""
+    try:
+        with opener("manifest.json") as handle:
+            manifest = orjson.loads(handle.read())
+        if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+            raise MigrationError(f"not an export of this tool (format {manifest.get('format')!r}, "
+                                 f"version {manifest.get('format_version')!r})")
+        with opener("schemas.jsonl") as handle:
+            schemas = [orjson.loads(line) for line in handle if line.strip()]
+        with opener("settings.jsonl") as handle:
+            settings = [orjson.loads(line) for line in handle if line.strip()]
+    except (KeyError, FileNotFoundError) as exc:
+        raise MigrationError(f"the export lacks {exc}") from None
+    except orjson.JSONDecodeError as exc:
+        raise MigrationError(f"the export is damaged: {exc}") from None
+    if len(schemas) != manifest.get("schemas"):
+        raise MigrationError(f"the export is incomplete: {len(schemas)} schemas of {manifest.get('schemas')}")
+    return manifest, schemas, settings
+
+
+def waves(schemas: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`schemas` in groups that can be registered concurrently: each after every group
+    holding a version it references (Kahn's algorithm, linear in schemas and references).
+    References to versions outside the list are taken to exist in the target already.
+    Raises MigrationError for a reference cycle."""
+    index = {(s["subject"], s["version"]): i for i, s in enumerate(schemas)}
+    waiting = [0] * len(schemas)
+    dependents: dict[int, list[int]] = defaultdict(list)
+    for i, body in enumerate(schemas):
+        for ref in body.get("references") or ():
+            j = index.get((ref["subject"], ref["version"]))
+            if j is not None:
+                waiting[i] += 1
+                dependents[j].append(i)
+    current = deque(i for i in range(len(schemas)) if waiting[i] == 0)
+    result: list[list[dict[str, Any]]] = []
+    placed = 0
+    while current:
+        # Lower ids first within a wave: the order the source registered them in.
+        wave = sorted(current, key=lambda i: schemas[i]["id"])
+        result.append([schemas[i] for i in wave])
+        placed += len(wave)
+        current = deque()
+        for i in wave:
+            for k in dependents.get(i, ()):
+                waiting[k] -= 1
+                if waiting[k] == 0:
+                    current.append(k)
+    if placed != len(schemas):
+        raise MigrationError("the export's references form a cycle")
+    return result
+
+
+def _register_body(body: dict[str, Any]) -> dict[str, Any]:
+    wanted = {"schema": body["schema"], "id": body["id"], "version": body["version"]}
+    for key in ("schemaType", "references", "metadata", "ruleSet"):
+        if body.get(key) is not None:
+            wanted[key] = body[key]
+    return wanted
+
+
+def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: list[dict[str, Any]], *,
+                prefix: str, force: bool, keep_import_mode: bool, workers: int,
+                progress: Progress | None = None) -> ImportSummary:
+    """Import `schemas` and `settings` into `transport`'s registry, ids and versions kept.
+
+    Blocks on one request per version to import or soft-delete and per setting, `workers`
+    at a time, plus a page of the target's schemas per 10,000. A version the registry
+    refuses is recorded in the summary's `failed` and the rest go on. Raises
+    MigrationError if the target will not switch to IMPORT mode.
+    """
+    started = time.monotonic()
+    progress = progress or _progress(False)
+    summary = ImportSummary(schemas=len(schemas))
+    existing: dict[tuple[str, int], dict[str, Any]] = {}
+    for page in schema_pages(transport, prefix, deleted=True):
+        existing.update(((b["subject"], b["version"]), {"id": b["id"], "deleted": bool(b.get("deleted"))})
+                        for b in page)
+    todo, to_delete = [], []
+    for body in schemas:
+        there = existing.get((body["subject"], body["version"]))
+        if there is None:
+            todo.append(body)
+        elif there["id"] != body["id"]:
+            summary.failed.append({"subject": body["subject"], "version": body["version"], "id": body["id"],
+                                   "message": f"the target has this version with id {there['id']}"})
+            continue
+        else:
+            summary.skipped += 1
+        if body.get("deleted") and not (there or {}).get("deleted"):
+            to_delete.append(body)
+    del existing
+    previous_mode = _enter_import_mode(transport, force) if todo else None
+    task = progress.add_task("import schemas", total=len(schemas), completed=summary.skipped)
+    lock = threading.Lock()
+
+    def register(body: dict[str, Any]) -> None:
+        try:
+            transport.request("POST", f"/subjects/{q(body['subject'])}/versions", body=_register_body(body))
+            with lock:
+                summary.imported += 1
+        except SchemaRegistryError as exc:
+            with lock:
+                summary.failed.append({"subject": body["subject"], "version": body["version"], "id": body["id"],
+                                       "error_code": exc.error_code, "message": exc.error_message})
+        progress.update(task, advance=1)
+
+    def soft_delete(body: dict[str, Any]) -> None:
+        try:
+            transport.request("DELETE", f"/subjects/{q(body['subject'])}/versions/{body['version']}")
+            with lock:
+                summary.soft_deleted += 1
+        except SchemaRegistryError as exc:
+            with lock:
+                summary.failed.append({"subject": body["subject"], "version": body["version"],
+                                       "error_code": exc.error_code, "message": f"soft delete: {exc.error_message}"})
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for wave in waves(todo):
+            for start in range(0, len(wave), _BATCH):
+                list(pool.map(register, wave[start:start + _BATCH]))
+        list(pool.map(soft_delete, to_delete))
+        # Modes last: a READONLY subject would refuse its own versions.
+        for kind in ("config", "mode"):
+            for item in pool.map(lambda s, kind=kind: _apply_setting(transport, s, kind),
+                                 [s for s in settings if s.get(kind) is not None]):
+                if item is None:
+                    summary.settings += 1
+                else:
+                    summary.failed.append(item)
+    if previous_mode is not None and not keep_import_mode and not summary.failed:
+        transport.request("PUT", "/mode", body={"mode": previous_mode})
+        summary.mode_restored = previous_mode
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _enter_import_mode(transport: Transport, force: bool) -> str | None:
+    """Switch the target to IMPORT; the mode it had (None if it was in IMPORT already)."""
+    current = transport.request("GET", "/mode").get("mode")
+    if current == "IMPORT":
+        return None
+    try:
+        transport.request("PUT", "/mode", query={"force": "true"} if force else None, body={"mode": "IMPORT"})
+    except SchemaRegistryError as exc:
+        if exc.error_code == _OPERATION_NOT_PERMITTED:
+            raise MigrationError(f"the target refuses IMPORT mode ({exc.error_message}); pass --force to import "
+                                 "into a registry that already has schemas") from None
+        raise
+    return current
+
+
+def _apply_setting(transport: Transport, setting: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """PUT one exported config or mode; None when done, else the failure."""
+    subject = setting.get("subject")
+    path = f"/{kind}" + ("" if subject is None else f"/{q(subject)}")
+    if kind == "mode":
+        body: dict[str, Any] = {"mode": setting["mode"]}
+        if subject is None:
+            return None  # the global mode is the target's own: it is restored, not copied
+    else:
+        body = {k: v for k, v in setting["config"].items() if v is not None}
+    try:
+        transport.request("PUT", path, body=body)
+    except SchemaRegistryError as exc:
+        return {"subject": subject, "error_code": exc.error_code, "message": f"{kind}: {exc.error_message}"}
+    return None
+
+
+def _print_import(out: Output, summary: ImportSummary, target: str) -> int:
+    data = {"target": target, **vars(summary)}
+    out.table(["imported", "count"], [("schemas in export", summary.schemas), ("imported", summary.imported),
+                                      ("already there", summary.skipped), ("soft-deleted", summary.soft_deleted),
+                                      ("settings", summary.settings), ("failed", len(summary.failed)),
+                                      ("seconds", f"{summary.seconds:.1f}")], data=data)
+    if summary.failed and not out.as_json:
+        for failure in summary.failed[:20]:
+            where = f"{failure.get('subject')} version {failure.get('version', '-')}"
+            out.errors.print(f"failed: {where}: {failure.get('error_code', '')} {failure['message']}", markup=False)
+        if len(summary.failed) > 20:
+            out.errors.print(f"... and {len(summary.failed) - 20} more (--json lists all)")
+        out.errors.print("the target stays in IMPORT mode: fix the cause and run the import again to resume")
+    return EXIT_OK if not summary.failed else EXIT_ERROR
+
+
+def import_command(args: argparse.Namespace, out: Output, transport: Transport) -> int:
+    with open_export(Path(args.source)) as opener:
+        manifest, schemas, settings = read_export(opener)
+    with _progress(not (args.no_progress or args.json)) as progress:
+        summary = import_into(transport, schemas, settings, prefix=manifest.get("prefix", ""), force=args.force,
+                              keep_import_mode=args.keep_import_mode, workers=args.workers, progress=progress)
+    return _print_import(out, summary, transport.nodes[0].url)
+
+
+def copy_command(args: argparse.Namespace, out: Output, source: Transport, target: Transport) -> int:
+    prefix = selection_prefix(args.prefix, args.context)
+    with tempfile.TemporaryDirectory(prefix="schema-registry-copy-") as work:
+        with _progress(not (args.no_progress or args.json)) as progress:
+            export_to(source, Path(work), prefix=prefix, deleted=not args.no_deleted,
+                      source=source.nodes[0].url, workers=args.workers,
+                      subject_settings=not args.no_subject_settings, progress=progress)
+            with open_export(Path(work)) as opener:
+                _, schemas, settings = read_export(opener)
+            summary = import_into(target, schemas, settings, prefix=prefix, force=args.force,
+                                  keep_import_mode=args.keep_import_mode, workers=args.workers,
+                                  progress=progress)
+    return _print_import(out, summary, target.nodes[0].url)
