@@ -4,8 +4,11 @@
     elector = StaticElector(me, leader=primary)   # `primary` always leads; this node follows
     elector.start(on_elected, on_demoted)
 
-There is no backend to lose: the leader is elected once, at ``start()``, and demoted
-only by ``close()``. Nothing here prevents two nodes from both being configured as
+There is no backend to lose: the leader is elected at ``start()`` and demoted only by
+``close()``. When taking office fails (the log could not be read to its end within the
+store timeout, say: a large topic, a slow disk, a broker not up yet), the claim is made
+again after a second, until it succeeds or the elector closes: a single node must not
+stay without a writer because its first catch-up was slow. Nothing here prevents two nodes from both being configured as
 leader; use it with the embedded store (which is single-node anyway) or behind an
 operator who knows what they are doing.
 """
@@ -16,6 +19,8 @@ import threading
 from election.elector import ElectionCallback
 from election.identity import LeaderIdentity
 from election.leadership import Leadership
+
+_RETRY_SECONDS = 1.0
 
 
 class StaticElector:
@@ -42,8 +47,9 @@ class StaticElector:
         self._leader = leader
         self._eligible = eligible
         self._leads = eligible and leader == identity
-        self._leadership = Leadership(f"static {identity}")
+        self._leadership = Leadership(f"static {identity}", resign=self._claim_again_later)
         self._started = threading.Event()
+        self._retry: threading.Timer | None = None
 
     @property
     def identity(self) -> LeaderIdentity:
@@ -76,4 +82,18 @@ class StaticElector:
     def close(self) -> None:
         """Demote this node (running ``on_demoted`` if it led) and stop. Idempotent."""
         self._started.clear()
+        retry = self._retry
+        if retry is not None:
+            retry.cancel()
         self._leadership.close()
+
+    def _claim_again_later(self) -> None:
+        # On the callback thread, after on_elected raised and before the term ends: the
+        # new claim must come after that end, hence a timer.
+        def claim() -> None:
+            if self._started.is_set():
+                self._leadership.won()
+
+        self._retry = threading.Timer(_RETRY_SECONDS, claim)
+        self._retry.daemon = True
+        self._retry.start()

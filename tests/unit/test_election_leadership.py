@@ -221,6 +221,41 @@ def test_static_single_node_leads_from_start_to_close() -> None:
     assert not elector.is_leader() and elector.leader() is None, "a closed elector neither leads nor knows a leader"
 
 
+def test_static_node_claims_again_when_taking_office_failed() -> None:
+    """A first catch-up slower than the store timeout must not leave a single node
+    without a writer forever: the claim is made again until taking office succeeds."""
+    elector = StaticElector(ME)
+    attempts: list[float] = []
+
+    def on_elected() -> None:
+        attempts.append(time.monotonic())
+        if len(attempts) < 3:
+            raise TimeoutError("the log could not be read to its end in time")
+
+    elector.start(on_elected, lambda: None)
+    try:
+        wait_until(elector.is_leader, "the node to lead after two failed attempts", timeout=10)
+        assert len(attempts) == 3, attempts
+        assert attempts[2] - attempts[1] >= 0.9, "claims are spaced, not retried in a busy loop"
+    finally:
+        elector.close()
+
+
+def test_a_closed_static_node_claims_no_more() -> None:
+    elector = StaticElector(ME)
+    attempts: list[int] = []
+
+    def on_elected() -> None:
+        attempts.append(1)
+        raise TimeoutError("never")
+
+    elector.start(on_elected, lambda: None)
+    wait_until(lambda: attempts, "the first attempt")
+    elector.close()
+    time.sleep(1.5)
+    assert attempts == [1], "no claim after close()"
+
+
 def test_static_follower_names_the_configured_leader_and_is_never_called_back() -> None:
     elector = StaticElector(ME, leader=OTHER)
     calls = Calls()
