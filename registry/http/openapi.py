@@ -65,6 +65,8 @@ _DEFAULT_TO_GLOBAL = Param("defaultToGlobal", "boolean", "Answer the global valu
 _VERBOSE = Param("verbose", "boolean", "Say why a schema is incompatible")
 _SCHEMA_TEXT = {"description": "The schema text itself (JSON for AVRO and JSON, the .proto text for PROTOBUF)"}
 
+_FORMAT = Param("format", "string", "serialized: a Protobuf schema as its base64 FileDescriptorProto "
+                                    "(other formats answer the text as stored)")
 _OFFSET = Param("offset", "integer", "Skip this many")
 _LIMIT = Param("limit", "integer", "At most this many (<= 0: all)")
 _CONTEXT_OF = Param("subject", "string", "A subject naming the context to look the id up in")
@@ -98,9 +100,10 @@ DOCS: dict[tuple[str, str], Doc] = {
         "Register a schema under a subject (an explicit id and version in IMPORT mode)", "Subjects",
         _ref("RegisterAnswer"), (_NORMALIZE,), body="RegisterRequest"),
     ("subjects.get_version", "GET"): Doc(
-        "Get a version of a subject (a number, or latest)", "Subjects", _ref("SubjectVersion"), (_DELETED,)),
+        "Get a version of a subject (a number, or latest)", "Subjects", _ref("SubjectVersion"),
+        (_DELETED, _FORMAT)),
     ("subjects.get_version_schema", "GET"): Doc(
-        "Get only the schema text of a version", "Subjects", _SCHEMA_TEXT, (_DELETED,)),
+        "Get only the schema text of a version", "Subjects", _SCHEMA_TEXT, (_DELETED, _FORMAT)),
     ("subjects.referenced_by", "GET"): Doc(
         "Ids of the schemas that reference a version", "Subjects", _array({"type": "integer"})),
     ("subjects.delete_version", "DELETE"): Doc(
@@ -120,11 +123,9 @@ DOCS: dict[tuple[str, str], Doc] = {
         "The schema types this registry serves", "Schemas", _array({"type": "string"})),
     ("schemas.get_schema", "GET"): Doc(
         "Get a schema by id", "Schemas", _ref("SchemaById"),
-        (Param("subject", "string", "Only if this subject uses the id"),
-         Param("fetchMaxId", "boolean", "Also answer the highest id in use"))),
+        (_CONTEXT_OF, _FORMAT, Param("fetchMaxId", "boolean", "Also answer the highest id in use"))),
     ("schemas.get_schema_text", "GET"): Doc(
-        "Get only the schema text of an id", "Schemas", _SCHEMA_TEXT,
-        (Param("subject", "string", "Only if this subject uses the id"),)),
+        "Get only the schema text of an id", "Schemas", _SCHEMA_TEXT, (_CONTEXT_OF, _FORMAT)),
     ("schemas.get_schema_subjects", "GET"): Doc(
         "The subjects that use an id (those the caller may read)", "Schemas", _array({"type": "string"}),
         (_DELETED, _CONTEXT_OF)),

@@ -34,6 +34,10 @@ def get_schema(schema_id_text: str) -> Any:
     registry = service()
     stored, holder = registry.schema_by_id(schema_id(schema_id_text), request.args.get("subject"))
     body = schema_body(stored, holder)
+    fmt = request.args.get("format")
+    if fmt:
+        body["schema"] = registry.formatted(stored.schema_type, stored.schema, stored.references,
+                                            holder.subject if holder else "", fmt)
     if flag("fetchMaxId"):
         body["maxId"] = registry.max_id(stored.context)
     return json_response(body)
@@ -41,8 +45,9 @@ def get_schema(schema_id_text: str) -> Any:
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/schema")
 def get_schema_text(schema_id_text: str) -> Any:
-    stored, _ = service().schema_by_id(schema_id(schema_id_text), request.args.get("subject"))
-    return raw_response(stored.schema)
+    stored, holder = service().schema_by_id(schema_id(schema_id_text), request.args.get("subject"))
+    return raw_response(service().formatted(stored.schema_type, stored.schema, stored.references,
+                                            holder.subject if holder else "", request.args.get("format")))
 
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/subjects")

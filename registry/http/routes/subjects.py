@@ -87,7 +87,12 @@ def register(subject: str) -> Any:
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>")
 def get_version(subject: str, version: str) -> Any:
-    return json_response(_version_body(service().version(subject, version, deleted=flag("deleted"))))
+    value = service().version(subject, version, deleted=flag("deleted"))
+    body = _version_body(value)
+    fmt = request.args.get("format")
+    if fmt:
+        body["schema"] = service().formatted(value.schema_type, value.schema, value.references, subject, fmt)
+    return json_response(body)
 
 
 @subject_routes.post("/subjects/<subject:subject>/versions/<version>/tags")
@@ -99,7 +104,9 @@ def modify_tags(subject: str, version: str) -> Any:
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>/schema")
 def get_version_schema(subject: str, version: str) -> Any:
-    return raw_response(service().version(subject, version, deleted=flag("deleted")).schema)
+    value = service().version(subject, version, deleted=flag("deleted"))
+    return raw_response(service().formatted(value.schema_type, value.schema, value.references, subject,
+                                            request.args.get("format")))
 
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>/referencedby")
