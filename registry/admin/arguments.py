@@ -130,12 +130,12 @@ def add_admin_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     _add_import_options(p)
 
     p = commands.add_parser("from-dataclass", parents=common,
-                            help="print (or register) the Avro schema of a dataclass")
+                            help="print (or register) the Avro or JSON Schema of a dataclass")
     p.add_argument("target", metavar="MODULE:CLASS", help="e.g. myapp.events:OrderPlaced")
     p.add_argument("--namespace", help="the Avro namespace (default: the module's name)")
-    p.add_argument("--name", help="the record's name (default: the class's)")
-    p.add_argument("--format", dest="schema_format", default="avro", choices=["avro"],
-                   help="the schema language (Avro; JSON Schema is not generated yet)")
+    p.add_argument("--name", help="the record's name, or the JSON Schema's title (default: the class's)")
+    p.add_argument("--format", dest="schema_format", default="avro", choices=["avro", "json"],
+                   help="the schema language: avro (default) or json (JSON Schema; a pydantic model's own)")
     p.add_argument("--register", metavar="SUBJECT", help="register it under SUBJECT instead of printing")
 
 

@@ -25,6 +25,7 @@ from registry.admin.schema_diff import schema_diff, version_label
 from registry.admin.schema_files import Reference, SchemaFile, SchemaFileError, load_schema, parse_reference
 from registry.client import SchemaRegistryError
 from registry.client.transport import RegistryUnreachable, Transport
+from registry.serde.dataclass_json_schema import json_schema_of
 from registry.serde.dataclass_schema import avro_schema_json
 
 # Confluent's codes for "already soft-deleted", which a --permanent delete steps over.
@@ -286,19 +287,27 @@ def from_dataclass(args: argparse.Namespace, out: Output) -> int:
     except ImportError as exc:
         raise CommandError(f"cannot import {module_name}: {exc}") from None
     cls = vars(module).get(class_name)
-    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-        raise CommandError(f"{args.target} is not a dataclass")
+    pydantic_model = args.schema_format == "json" and callable(getattr(cls, "model_json_schema", None))
+    if not (isinstance(cls, type) and (dataclasses.is_dataclass(cls) or pydantic_model)):
+        raise CommandError(f"{args.target} is not a dataclass" + (" or a pydantic model" if
+                                                                   args.schema_format == "json" else ""))
+    schema_type = "JSON" if args.schema_format == "json" else "AVRO"
     try:
-        text = avro_schema_json(cls, namespace=args.namespace or module_name, name=args.name)
+        if schema_type == "JSON":
+            text = orjson.dumps(json_schema_of(cls, args.name)).decode()
+        else:
+            text = avro_schema_json(cls, namespace=args.namespace or module_name, name=args.name)
     except (TypeError, ValueError) as exc:
-        raise CommandError(f"no Avro schema for {args.target}: {exc}") from None
+        raise CommandError(f"no {'JSON' if schema_type == 'JSON' else 'Avro'} schema for {args.target}: {exc}") \
+            from None
     if args.register is None:
         if args.json:
             out.json(orjson.loads(text))
         else:
-            out.schema(text, "AVRO")
+            out.schema(text, schema_type)
         return EXIT_OK
-    registered = connect(args).request("POST", f"/subjects/{q(args.register)}/versions", body={"schema": text})
+    body = {"schema": text} if schema_type == "AVRO" else {"schema": text, "schemaType": schema_type}
+    registered = connect(args).request("POST", f"/subjects/{q(args.register)}/versions", body=body)
     out.table(["subject", "version", "id"], [[args.register, registered.get("version"), registered.get("id")]],
               data={"subject": args.register, **registered})
     return EXIT_OK

@@ -270,6 +270,15 @@ def test_from_dataclass_prints_and_registers(registry, subject, tmp_path):
                           cwd=tmp_path)
     assert json.loads(ok_json(registry.get(f"/schemas/ids/{registered['id']}"), "GET id")["schema"]) == printed, \
         "--register stores the same schema it prints"
+    as_json = cli_json("from-dataclass", "events:OrderPlaced", "--format", "json", cwd=tmp_path)
+    assert as_json["title"] == "OrderPlaced" and set(as_json["properties"]) == {"order_id", "quantity", "note"}
+    assert set(as_json["required"]) == {"order_id", "quantity"}, "a field with a default is optional"
+    json_subject = subject + "-json"
+    registered_json = cli_json("from-dataclass", "events:OrderPlaced", "--format", "json", "--register",
+                               json_subject, url=registry.url, cwd=tmp_path)
+    stored = ok_json(registry.get(f"/schemas/ids/{registered_json['id']}"), "GET id")
+    assert stored["schemaType"] == "JSON" and json.loads(stored["schema"]) == as_json, \
+        "--format json registers the JSON Schema it prints, as JSON"
     wrong = cli("from-dataclass", "events:Missing", cwd=tmp_path)
     assert wrong.returncode == 2 and "not a dataclass" in wrong.stderr, "a bad target is an error"
 
