@@ -82,8 +82,10 @@ RECORD = {
 Rates = dict[Any, float]
 
 
-def rates(paths: dict[Any, Callable[[], Any]], count: int, runs: int) -> tuple[Rates, Rates]:
-    """Median messages per second of each path over `runs` rounds: (per CPU second, per wall second).
+def rates(paths: dict[Any, Callable[[], Any]], count: int, runs: int
+          ) -> tuple[Rates, Rates, dict[Any, list[float]]]:
+    """Median messages per second of each path over `runs` rounds: (per CPU second, per
+    wall second), and each path's per-round CPU rates (to pair paths round by round).
 
     Rounds interleave the paths, so drift in machine load hits them alike. CPU time
     (time.process_time, this process only) is the figure to compare on a shared
@@ -102,7 +104,7 @@ def rates(paths: dict[Any, Callable[[], Any]], count: int, runs: int) -> tuple[R
             cpu[key].append(count / (time.process_time() - start_cpu))
             wall[key].append(count / (time.perf_counter() - start_wall))
     return ({key: statistics.median(v) for key, v in cpu.items()},
-            {key: statistics.median(v) for key, v in wall.items()})
+            {key: statistics.median(v) for key, v in wall.items()}, cpu)
 
 
 def main() -> None:
@@ -171,7 +173,7 @@ def main() -> None:
                 return lambda: [fn(d, ctx) for d in datas]
             return lambda: [fn(d) for d in datas]
 
-        cpu_rates, wall_rates = rates({
+        cpu_rates, wall_rates, cpu_rounds = rates({
             ("serialize", "a"): loop_write(raw_write, False),
             ("serialize", "b"): loop_write(theirs_ser, True),
             ("serialize", "c"): loop_write(ours_ser, True),
@@ -199,6 +201,11 @@ def main() -> None:
             if batch is not None:
                 line += f"{batch:>12,.0f}{batch / a:>11.2f}"
             print(line)
+    print("\n(c)/(a) round by round, in CPU seconds (each round runs both paths back to back, so a "
+          "change of load\nbetween rounds cancels out): median [min, max]")
+    for way in ("serialize", "deserialize", "evolved read"):
+        paired = [c / a for a, c in zip(cpu_rounds[(way, "a")], cpu_rounds[(way, "c")])]
+        print(f"  {way:24}{statistics.median(paired):6.2f}x [{min(paired):.2f}, {max(paired):.2f}]")
     print("\n(a) for 'evolved read' is fastavro's own schemaless_reader(writer=v1, reader=v2); "
           "(b) there is confluent-kafka's AvroDeserializer with the v2 reader schema.")
 

@@ -65,9 +65,11 @@ log = logging.getLogger(__name__)
 
 _MAGIC = bytearray([wire.MAGIC_BYTE])
 _TO_END = 2**31 - 1
-# A reader-only boolean field (default true) added to record reader schemas: spark-avro's
-# PERMISSIVE mode answers a payload it cannot decode with a struct of all-null fields, which
-# a valid record may also be; this field is true for every record that did decode.
+# spark-avro's PERMISSIVE mode answers a payload it cannot decode with a struct of all-null
+# fields, which a valid record may also be. A record reader with a field that is never null
+# (`RegisteredAvro.never_null_field`) tells them apart by it, at no cost. Only a record whose
+# every field may be null gets this reader-only boolean field (default true, so true for every
+# record that did decode), which costs a default filled in and the struct rebuilt without it.
 _DECODED = "__registry_spark_decoded"
 
 
@@ -114,10 +116,14 @@ class AvroDecoder:
                 log.warning("reader schema id %s cannot read writer schema id %s: %s",
                             reader.schema_id, writer.schema_id, "; ".join(problems))
             self._writers[writer.schema_id] = _Writer(writer, problems)
+        # The field whose nullness says whether a record decoded (see _DECODED).
+        self._witness: str | None = None
+        self._reader_json = reader.json
         if reader.is_record:
-            self._reader_json = reader.with_field(_DECODED, "boolean", True)
-        else:
-            self._reader_json = reader.json
+            self._witness = reader.never_null_field
+            if self._witness is None:
+                self._witness = _DECODED
+                self._reader_json = reader.with_field(_DECODED, "boolean", True)
 
     # -- construction ------------------------------------------------------------
 
@@ -205,7 +211,7 @@ class AvroDecoder:
         # whose costly expression the next one reads twice).
         decoded = df.withColumn(staged, self._dispatch(value))
         ok = self._decoded_ok(F.col(staged), value)
-        struct = F.col(staged).dropFields(_DECODED) if self.reader.is_record else F.col(staged)
+        struct = F.col(staged).dropFields(_DECODED) if self._witness == _DECODED else F.col(staged)
         reason = self._reason(value)
         if mode is DecodeMode.PERMISSIVE:
             out = {into: F.when(ok, struct),
@@ -247,8 +253,8 @@ class AvroDecoder:
         return dispatch
 
     def _decoded_ok(self, staged: Column, value: Column) -> Column:
-        if self.reader.is_record:
-            return staged[_DECODED].isNotNull()
+        if self._witness is not None:
+            return staged[self._witness].isNotNull()
         if self.reader.is_nullable:
             # A null datum is valid here and indistinguishable from a payload spark-avro
             # could not decode: only the header is checked.

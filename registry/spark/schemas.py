@@ -11,6 +11,7 @@ driver only and asks for each schema id and referenced version once, never per r
 """
 from __future__ import annotations
 
+import collections
 import copy
 import json
 import threading
@@ -67,6 +68,23 @@ class RegisteredAvro:
         if isinstance(top, list):
             return any(_type_name(branch) == "null" for branch in top)
         return _type_name(top) == "null"
+
+    @property
+    def never_null_field(self) -> str | None:
+        """The first top-level field of this record whose Avro type has no null in it
+        (a primitive but null, an array, map, enum, fixed or record), or None when there
+        is none or this is not a record. spark-avro fills it in every record it decodes,
+        so a null there means the record did not decode."""
+        top = json.loads(self.json)
+        if not (isinstance(top, dict) and top.get("type") in ("record", "error")):
+            return None
+        fields = [f for f in top.get("fields", ()) if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        # Spark resolves struct fields without regard to case by default: "Id" beside "id" is ambiguous.
+        folded = collections.Counter(f["name"].lower() for f in fields)
+        for f in fields:
+            if folded[f["name"].lower()] == 1 and _never_null(f.get("type")):
+                return str(f["name"])
+        return None
 
     def with_field(self, name: str, avro_type: str, default: Any) -> str:
         """This record schema's JSON with one more field (a reader-only field: data
@@ -156,6 +174,16 @@ def _type_name(node: Any) -> str | None:
     if isinstance(node, dict) and isinstance(node.get("type"), str):
         return node["type"]
     return None
+
+
+def _never_null(node: Any) -> bool:
+    """A type no datum of which is null: anything but "null" and a union (unions are
+    left out whole, null branch or not, as are names of no type spark-avro knows)."""
+    if isinstance(node, dict):
+        node = node.get("type")
+        if isinstance(node, (dict, list)):
+            return _never_null(node)
+    return isinstance(node, str) and node != "null"
 
 
 def _full_name(name: str, namespace: str) -> str:

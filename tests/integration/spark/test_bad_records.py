@@ -123,3 +123,21 @@ def test_references_are_inlined_for_spark(spark: SparkSession, client: SchemaReg
     payload = bytes([0x00]) + order_id.to_bytes(4, "big") + bytes([0x14, 0x04])  # zigzag 10, 2
     row = decoder.decode(binary_frame(spark, [payload])).collect()[0]
     assert row.value_decoded.asDict(recursive=True) == {"total": {"cents": 10}, "tax": {"cents": 2}}
+
+
+def test_a_reader_whose_fields_may_all_be_null_tells_an_all_null_record_from_a_bad_one(
+        spark: SparkSession, client: SchemaRegistryClient) -> None:
+    topic = f"spark-all-nullable-{uuid.uuid4().hex[:10]}"
+    schema = ('{"type":"record","name":"Maybe","fields":[{"name":"a","type":["null","long"],"default":null},'
+              '{"name":"b","type":["null","string"],"default":null}]}')
+    empty = framed(client, schema, {"a": None, "b": None}, topic)
+    full = framed(client, schema, {"a": 3, "b": "x"}, topic)
+    corrupt = empty[:5] + b"\x08"  # union branch 4 of 2
+    decoder = AvroDecoder.for_subject(client, f"{topic}-value")
+    rows = decoder.decode(binary_frame(spark, [empty, full, corrupt]), mode=DecodeMode.PERMISSIVE).orderBy("n").collect()
+    assert rows[0].value_decoded is not None and rows[0].value_decoded.asDict() == {"a": None, "b": None}, \
+        "a good record whose fields are all null is a struct of nulls, not a bad record"
+    assert rows[1].value_decoded.asDict() == {"a": 3, "b": "x"}, "no reader-only field leaks into the struct"
+    assert [r.value_error for r in rows[:2]] == [None, None]
+    assert rows[2].value_decoded is None and rows[2].value_error.startswith("truncated or corrupt payload"), \
+        "spark-avro's all-null answer to a payload it cannot decode is still told apart"
