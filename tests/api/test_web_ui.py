@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import requests
 
 from tests.api.support import ok_json, path_of, register
 
@@ -231,3 +232,48 @@ def test_ten_thousand_subjects_are_paged(page, start_registry, tmp_path):
     page.fill("#subject-search", "many-0420")
     expect(page.locator("#subject-count")).to_have_text("10 subjects")
     snap(page, "ten-thousand-subjects-search")
+
+
+def test_the_page_works_with_the_browsers_credentials(browser, start_registry, tmp_path):
+    """With HTTP Basic and authorization rules on, the browser's credentials open the page
+    and are sent with every API call it makes; a listing shows only what the user may read;
+    without credentials nothing is served."""
+    from tests.api.test_security_clients import users_line
+
+    users = tmp_path / "users.properties"
+    users.write_text(users_line("viewer", "viewer-pw") + "\n" + users_line("admin", "admin-pw") + "\n")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [
+        {"principal": "admin", "operations": ["*"], "subject_regex": ".*", "global": True},
+        {"principal": "viewer", "operations": ["read"], "subject_prefix": "team-a."}]}))
+    server = start_registry(start=False, env={"SCHEMA_REGISTRY_AUTHENTICATION_METHOD": "BASIC",
+                                              "SCHEMA_REGISTRY_AUTHENTICATION_USERS_FILE": str(users),
+                                              "SCHEMA_REGISTRY_AUTHORIZATION_RULES_FILE": str(rules)})
+    server.session.auth = ("admin", "admin-pw")
+    server.start()
+    register(server, "team-a.orders", json.dumps(V1))
+    register(server, "team-b.secret", json.dumps(V2))
+
+    # (A headless browser meeting a 401 without credentials fails the navigation itself.)
+    refused = requests.get(f"{server.url}/ui", timeout=10)
+    assert refused.status_code == 401 and "Basic" in refused.headers.get("WWW-Authenticate", ""), \
+        "no credentials, no page: the challenge makes a browser ask for them"
+
+    context = browser.new_context(http_credentials={"username": "viewer", "password": "viewer-pw"})
+    seen: list[tuple[str, int]] = []
+    try:
+        opened = context.new_page()
+        opened.set_default_timeout(15_000)
+        opened.on("response", lambda r: seen.append((urlsplit(r.url).path, r.status)))
+        opened.goto(f"{server.url}/ui")
+        opened.wait_for_selector("#subjects")
+        expect(opened.locator("#subjects")).to_contain_text("team-a.orders")
+        assert "team-b.secret" not in opened.inner_text("#subjects"), "only what the viewer may read is listed"
+        opened.click("text=team-a.orders")
+        opened.wait_for_selector("#schema-id")
+        snap(opened, "authenticated-viewer")
+    finally:
+        context.close()
+    api_calls = [(path, status) for path, status in seen if not path.startswith("/ui")]
+    assert any(path == "/subjects" and status == 200 for path, status in api_calls), api_calls
+    assert not [c for c in api_calls if c[1] == 401], f"every API call carried the credentials: {api_calls}"
