@@ -4,8 +4,8 @@
 'use strict';
 
 const {
-  AvroDeserializer, AvroSerializer, CelExecutor, CelFieldExecutor, RuleRegistry, SchemaRegistryClient, SerdeType,
-  SubjectNameStrategyType,
+  AvroDeserializer, AvroSerializer, CelExecutor, CelFieldExecutor, JsonDeserializer, JsonSerializer, RuleRegistry,
+  SchemaRegistryClient, SerdeType, SubjectNameStrategyType,
 } = require('@confluentinc/schemaregistry');
 const { main, hex, unhex } = require('./protocol');
 
@@ -152,8 +152,28 @@ async function readPayloads(plan, report) {
   }
 }
 
+// JSON Schema: this library's JsonSerializer writes under `<prefix>-json-value` (the
+// schema registered first, used as latest, values validated), its JsonDeserializer reads
+// those bytes back and every other writer's bytes in `plan.read`.
+async function jsonScenario(plan, report) {
+  const { url, prefix } = plan;
+  const topic = `${prefix}-json`;
+  const jsonDeserializer = () => new JsonDeserializer(newClient(url), SerdeType.VALUE, { validate: true }, rules);
+  await report.step('json_write', async () => {
+    await newClient(url).register(`${topic}-value`, { schema: plan.json_schema, schemaType: 'JSON' });
+    const ser = new JsonSerializer(newClient(url), SerdeType.VALUE,
+      { autoRegisterSchemas: false, useLatestVersion: true, validate: true }, rules);
+    const bytes = await ser.serialize(topic, plan.json_value);
+    return { hex: hex(bytes), decoded: await jsonDeserializer().deserialize(topic, bytes) };
+  });
+  for (const item of plan.read || []) {
+    await report.step(`json_read_${item.writer}`, () => jsonDeserializer().deserialize(item.topic, unhex(item.hex)));
+  }
+}
+
 main(async (plan, report) => {
   if (plan.mode === 'read') return readPayloads(plan, report);
+  if (plan.mode === 'json') return jsonScenario(plan, report);
   await apiScenario(plan, report);
   await serdeScenario(plan, report);
   await ruleScenario(plan, report);
