@@ -4,9 +4,12 @@
 'use strict';
 
 const {
-  AvroDeserializer, AvroSerializer, CelExecutor, CelFieldExecutor, JsonDeserializer, JsonSerializer, RuleRegistry,
-  SchemaRegistryClient, SerdeType, SubjectNameStrategyType,
+  AvroDeserializer, AvroSerializer, CelExecutor, CelFieldExecutor, JsonDeserializer, JsonSerializer,
+  ProtobufDeserializer, ProtobufSerializer, RuleRegistry, SchemaRegistryClient, SerdeType, SubjectNameStrategyType,
 } = require('@confluentinc/schemaregistry');
+// The Protobuf runtime @confluentinc/schemaregistry is built on (its own dependency).
+const { createFileRegistry, createMutableRegistry, fromBinary, fromJson, toJson } = require('@bufbuild/protobuf');
+const { FileDescriptorSetSchema } = require('@bufbuild/protobuf/wkt');
 const { main, hex, unhex } = require('./protocol');
 
 // A client of its own per use, so no cache hides what the server answers.
@@ -171,9 +174,36 @@ async function jsonScenario(plan, report) {
   }
 }
 
+// Protobuf: the message type comes from a FileDescriptorSet in the plan (base64), as
+// generated code would bring it; this library's ProtobufSerializer registers its file
+// (imports as references) and writes `plan.proto_value` (proto3 JSON) under
+// `<prefix>-proto`; its ProtobufDeserializer, which learns the schema from the registry
+// (?format=serialized), reads those bytes and every other writer's in `plan.read`,
+// answering proto3 JSON.
+async function protobufScenario(plan, report) {
+  const { url, prefix } = plan;
+  const topic = `${prefix}-proto`;
+  const files = createFileRegistry(fromBinary(FileDescriptorSetSchema, Buffer.from(plan.descriptor_set, 'base64')));
+  const desc = files.getMessage(plan.message_name);
+  const types = createMutableRegistry(desc);
+  const protobufDeserializer = () => new ProtobufDeserializer(newClient(url), SerdeType.VALUE, {}, rules);
+  await report.step('proto_write', async () => {
+    const ser = new ProtobufSerializer(newClient(url), SerdeType.VALUE, { autoRegisterSchemas: true, registry: types },
+      rules);
+    const bytes = await ser.serialize(topic, fromJson(desc, plan.proto_value, { registry: types }));
+    const decoded = await protobufDeserializer().deserialize(topic, bytes);
+    return { hex: hex(bytes), decoded: toJson(desc, decoded, { registry: types }) };
+  });
+  for (const item of plan.read || []) {
+    await report.step(`proto_read_${item.writer}`, async () =>
+      toJson(desc, await protobufDeserializer().deserialize(item.topic, unhex(item.hex)), { registry: types }));
+  }
+}
+
 main(async (plan, report) => {
   if (plan.mode === 'read') return readPayloads(plan, report);
   if (plan.mode === 'json') return jsonScenario(plan, report);
+  if (plan.mode === 'protobuf') return protobufScenario(plan, report);
   await apiScenario(plan, report);
   await serdeScenario(plan, report);
   await ruleScenario(plan, report);
