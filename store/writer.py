@@ -429,14 +429,20 @@ class LogWriter:
         deferred: list[_Queued] = []
         flight: _Flight | None = None
         try:
-            latest = max(item.deadline for item in batch)
-            if not self._lock.acquire(timeout=_remaining(latest)):
+            # The batch blocks (for the lock, the log's end, flights ahead) no longer than
+            # its earliest deadline: the thread running it answers a write of its own,
+            # which must not wait past its timeout for later writes' sake.
+            earliest = min(item.deadline for item in batch)
+            if not self._lock.acquire(timeout=_remaining(earliest)):
                 for item in batch:
-                    self._settle(item, _FAILED, error=StoreTimeout(
-                        "timed out waiting for the writes ahead of this one"))
+                    if time.monotonic() >= item.deadline:
+                        self._settle(item, _FAILED, error=StoreTimeout(
+                            "timed out waiting for the writes ahead of this one"))
+                    else:
+                        deferred.append(item)  # time left: the next batch tries again
                 return None
             try:
-                deferred, flight = self._plan_and_start(batch, latest)
+                deferred, flight = self._plan_and_start(batch, earliest)
             finally:
                 self._lock.release()
         except BaseException as exc:  # never leave a waiter without an answer
@@ -452,7 +458,7 @@ class LogWriter:
                 self._queue_changed.notify_all()
         return flight
 
-    def _base(self, latest: float) -> tuple[int, PendingWrites]:
+    def _base(self, until: float) -> tuple[int, PendingWrites]:
         """Under the write lock: where the next batch lands and what is pending before it
         (the records of batches in flight or landed but not applied yet)."""
         with self._queue_changed:
@@ -461,7 +467,7 @@ class LogWriter:
                 # After a batch that did not land in place the log's end is unknown;
                 # and only so many round trips may overlap.
                 while any(not f.landed for f in self._flights):
-                    if not self._queue_changed.wait(_remaining(latest)):
+                    if not self._queue_changed.wait(_remaining(until)):
                         raise StoreTimeout("timed out waiting for the writes ahead of this one")
                 if self._resync:
                     self._flights, self._resync, self._known_end = [], False, None
@@ -473,7 +479,7 @@ class LogWriter:
             pending.raw_keys |= flight.raw_keys
         if flights:
             return flights[-1].end, pending
-        return self._catch_up(latest), pending
+        return self._catch_up(until), pending
 
     def _prune_flights(self) -> None:
         """Forget the oldest batches once landed and applied: the cache holds them now.
@@ -483,12 +489,12 @@ class LogWriter:
         while self._flights and self._flights[0].landed and self._flights[0].end <= applied:
             self._flights.pop(0)
 
-    def _plan_and_start(self, batch: list[_Queued], latest: float) -> tuple[list[_Queued], _Flight | None]:
+    def _plan_and_start(self, batch: list[_Queued], until: float) -> tuple[list[_Queued], _Flight | None]:
         """Under the write lock: plan `batch` in order and start appending what it plans
         in one go. Settles every item, except those returned: to be planned again next
         batch, and those in the flight returned."""
         try:
-            end, pending = self._base(latest)
+            end, pending = self._base(until)
         except (StoreTimeout, LogUnavailable) as exc:
             for item in batch:
                 self._settle(item, _FAILED, error=exc)
@@ -536,7 +542,7 @@ class LogWriter:
             if deferred and in_flight:
                 # Every write waits on a record still in flight: let it be applied
                 # rather than plan the same collision again at once.
-                self._reader.wait_until(end, min(_remaining(latest), _POLL_FOR_APPLY))
+                self._reader.wait_until(end, min(_remaining(until), _POLL_FOR_APPLY))
             return deferred, None
         self._known_end = None  # unknown until the batch lands
         self.batches += 1
@@ -562,13 +568,16 @@ class LogWriter:
         """Wait for `flight`'s append and settle its writes: done where all of a write's
         records landed in place, else the log's error, or planned again (queued first)
         where someone else's append displaced them."""
-        latest = max(item.deadline for item in flight.items)
+        # No longer than the earliest deadline, as `_run_batch`: the landing thread answers
+        # one of these writes. (A write not acknowledged by then may still land; its
+        # client was told it failed, as with any timeout.)
+        earliest = min(item.deadline for item in flight.items)
         offsets: list[int] = []
         failure = flight.failure
         if failure is None:
             assert flight.wait is not None
             try:
-                offsets = flight.wait(_remaining(latest))
+                offsets = flight.wait(_remaining(earliest))
             except Exception as exc:  # whatever it is, its writes must be answered and the flight landed
                 failure = exc
         displaced: list[_Queued] = []

@@ -16,6 +16,7 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import requests
@@ -103,12 +104,26 @@ class Writers:
 
 
 def converged_state(cluster: Cluster) -> dict:
-    """Wait until every live node answers the same state; return it."""
+    """Wait until every live node answers the same state; return it. On a timeout, say
+    how the nodes differ (an error body, or how many versions each holds)."""
+    last: list[Any] = []
+
     def same() -> dict | None:
         states = [cluster.state(node) for node in cluster.live()]
+        last[:] = states
         return states[0] if all(s == states[0] for s in states) else None
 
-    return wait_for(same, 60, "all nodes to converge")
+    try:
+        return wait_for(same, 60, "all nodes to converge")
+    except TimeoutError as exc:
+        def summary(state: Any) -> Any:
+            schemas = state.get("schemas") if isinstance(state, dict) else None
+            if isinstance(schemas, list):
+                return {"versions": len(schemas), "subjects": len(state.get("subjects") or []),
+                        "config": state.get("config"), "mode": state.get("mode")}
+            return state
+        nodes = [node.url for node in cluster.live()]
+        raise TimeoutError(f"{exc}: {[(url, summary(state)) for url, state in zip(nodes, last)]}") from None
 
 
 def audit_topic(bootstrap: str, topic: str) -> tuple[int, int, list[str]]:
