@@ -9,6 +9,7 @@ Flask runs, and a request is matched once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from werkzeug.exceptions import HTTPException
@@ -27,19 +28,37 @@ class Route(NamedTuple):
     rule: Rule | None = None  # the matched rule (None for the id fast path's own)
 
 
+# Matches remembered, by (method, path): a client's hot path asks the same few paths
+# again and again, and Werkzeug's matcher costs ~40 us a request. Emptied when full, so
+# paths that never repeat (an attacker's) cost a match each and bounded memory.
+_MEMO_SIZE = 4096
+
+
 class Router:
     def __init__(self, url_map: Map) -> None:
         # One adapter for every request: matching with an explicit path and method
         # reads nothing else of it (and binding costs 4 us a request).
         self._adapter = url_map.bind("localhost")
+        self._memo: dict[tuple[str, str], Route | None] = {}
 
     def match(self, method: str, path: str) -> Route | None:
         """The route `path` (as the bridge hands it to Flask in PATH_INFO) names for
-        `method`, or None when it names none (Flask answers 404/405 then). Never blocks."""
+        `method`, or None when it names none (Flask answers 404/405 then). Never blocks.
+        The Route returned may be shared between requests: read it, never change it."""
+        key = (method, path)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
         # As Werkzeug reads PATH_INFO: WSGI's latin-1 string, re-read as UTF-8.
         path_info = path.encode("latin-1").decode("utf-8", "replace")
         try:
             rule, arguments = self._adapter.match(path_info, method, return_rule=True)
         except HTTPException:
-            return None
-        return Route(rule.endpoint, arguments, rule)
+            route = None
+        else:
+            route = Route(rule.endpoint, MappingProxyType(arguments), rule)
+        if len(self._memo) >= _MEMO_SIZE:
+            self._memo.clear()
+        self._memo[key] = route
+        return route

@@ -178,3 +178,22 @@ def test_listings_are_kept_per_principal():
     assert key("GET", "/subjects", b"", b"", "t", "alice") != key("GET", "/subjects", b"", b"", "t", "bob")
     assert key("POST", "/subjects/s", b"", json.dumps({"schema": "a"}).encode(), "t", None) != \
         key("POST", "/subjects/s", b"", json.dumps({"schema": "b"}).encode(), "t", None)
+
+
+def test_route_matches_are_remembered_and_bounded():
+    """The router's memo: the same (method, path) is matched once; a flood of distinct
+    paths (an attacker's) cannot grow it past its bound; the answer is Flask's own."""
+    from registry.http import routing
+    from registry.http.app import route_map
+
+    router = routing.Router(route_map())
+    first = router.match("GET", "/subjects/s/versions/latest")
+    assert first is not None and first.endpoint == "subjects.get_version"
+    assert router.match("GET", "/subjects/s/versions/latest") is first, "remembered"
+    assert router.match("DELETE", "/subjects/s/versions/latest").endpoint == "subjects.delete_version"
+    assert router.match("GET", "/nothing/here") is None
+    for n in range(routing._MEMO_SIZE + 10):
+        router.match("GET", f"/subjects/s{n}/versions")
+    assert len(router._memo) <= routing._MEMO_SIZE
+    with pytest.raises(TypeError):
+        first.arguments["subject"] = "other"  # shared between requests: read-only
