@@ -98,6 +98,7 @@ def build_node(settings: Settings, log_: Log | None = None) -> Node:
         cache, writer,
         default_compatibility=CompatibilityLevel(settings.compatibility_level),
         default_mode=Mode(settings.mode),
+        group_commit=settings.group_commit,
     )
     reader.start()
     gate = LeaderGate(writer, elector)

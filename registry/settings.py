@@ -75,6 +75,7 @@ DEFAULTS: dict[str, str] = {
     "inter.instance.principals": "",
     "audit.log.file": "",
     "metrics.enabled": "true",
+    "group.commit.enable": "false",
     "zookeeper.ssl.client.enable": "false",
     "zookeeper.ssl.keystore.location": "",
     "zookeeper.ssl.keystore.password": "",
@@ -329,6 +330,13 @@ class Settings:
     @property
     def metrics_enabled(self) -> bool:
         return self.get("metrics.enabled").strip().lower() != "false"
+
+    @property
+    def group_commit(self) -> bool:
+        """Whether concurrent registrations share appends (store.writer's group commit).
+        Off by default: under a network partition it let writes answer past their
+        timeout (see registry/service.py)."""
+        return self.get("group.commit.enable").strip().lower() == "true"
 
     @property
     def zookeeper_security(self) -> ZooKeeperSecurity:

@@ -61,7 +61,8 @@ def log() -> Iterator[GatedLog]:
 
 
 def start(log: GatedLog, timeout_ms: int = 5000):
-    node = build_node(load_settings(environ={"SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": str(timeout_ms)}), log)
+    node = build_node(load_settings(environ={"SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": str(timeout_ms),
+                                             "SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE": "true"}), log)
     assert node.writer.wait_ready(5), "the node must take office on its own log"
     return node
 
