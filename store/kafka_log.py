@@ -40,6 +40,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from confluent_kafka import (
@@ -144,6 +146,7 @@ class KafkaLog:
         # admin ListOffsets keeps a stale leader epoch after a broker restart and fails
         # with FENCED_LEADER_EPOCH until its metadata refreshes (minutes). A read_committed
         # consumer's watermark query answers the last stable offset.
+        self._end_queries = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kafka-log-end")
         self._ends: Consumer = _client(Consumer, {
             **base, "group.id": f"{config.topic}-reader", "isolation.level": "read_committed",
             "enable.auto.commit": False})
@@ -367,6 +370,20 @@ class KafkaLog:
         Blocks one round trip, at most `timeout` (or the store timeout). Raises LogUnavailable.
         """
         wait = self._timeout if timeout is None else max(timeout, 0.01)
+        # Asked on a thread of its own and waited for at most `wait`: with the broker
+        # cut off, librdkafka's query was seen to return seconds past its timeout, and
+        # a write must answer within its own. An abandoned query finishes on its thread.
+        try:
+            query = self._end_queries.submit(self._query_end, wait)
+        except RuntimeError as exc:  # closed: the node is shutting down
+            raise LogUnavailable(f"the Kafka log is closed: {exc}") from None
+        try:
+            return query.result(timeout=wait)
+        except FutureTimeout:
+            raise LogUnavailable(f"cannot read the end of the schema topic {self._topic}: "
+                                 f"no answer within {wait:g} s") from None
+
+    def _query_end(self, wait: float) -> int:
         try:
             _, end = self._ends.get_watermark_offsets(self._partition, timeout=wait, cached=False)
         except KafkaException as exc:
@@ -383,6 +400,7 @@ class KafkaLog:
             if self._closed:
                 return
             self._closed = True
+            self._end_queries.shutdown(wait=False, cancel_futures=True)
             self._consumer.close()
             self._ends.close()
         self._poller.join(timeout=2 * _POLL_SLICE)
