@@ -73,6 +73,13 @@ _RECONNECT = {"reconnect.backoff.ms": "100", "reconnect.backoff.max.ms": "1000"}
 _PARTITION = 0
 _LIBRDKAFKA_MESSAGE_MAX_BYTES = 1_000_000  # librdkafka's default message.max.bytes
 _FRAMING_BYTES = 512  # record batch header, record overhead and our two headers, with room
+# librdkafka's consumer can stop fetching an assigned partition after a broker restart
+# and never resume (confluentinc/librdkafka#5153; seen here: one node of three stayed
+# 41 records behind for minutes while the others went on). Only a new consumer
+# recovers. A read that has delivered nothing for this long, while the broker reports
+# records past the position, replaces the consumer. An idle log is not a stall: its
+# end equals the position.
+_STALL_SECONDS = 5.0
 
 
 def encode_expected_offset(offset: int) -> bytes:
@@ -129,7 +136,7 @@ class KafkaLog:
         self._producer_lock = threading.Lock()
         # Created now, so the producer id is fetched before the first write needs it.
         self._producer: Producer = _client(Producer, self._producer_config)
-        self._consumer: Consumer = _client(Consumer, {
+        self._consumer_config: dict[str, Any] = {
             **base,
             "group.id": f"{config.topic}-reader",  # required by the client; never joined or committed
             "enable.auto.commit": False,
@@ -141,7 +148,10 @@ class KafkaLog:
             "fetch.max.bytes": 16 * 1024 * 1024,
             "max.partition.fetch.bytes": 4 * 1024 * 1024,
             "queued.max.messages.kbytes": 16 * 1024,
-        })
+        }
+        self._consumer: Consumer = _client(Consumer, self._consumer_config)
+        self._delivered_at = time.monotonic()  # when a read last moved the position
+        self.consumer_replacements = 0  # stalled consumers replaced (see _STALL_SECONDS)
         # The log's end comes from a consumer of its own, not the AdminClient: librdkafka's
         # admin ListOffsets keeps a stale leader epoch after a broker restart and fails
         # with FENCED_LEADER_EPOCH until its metadata refreshes (minutes). A read_committed
@@ -329,7 +339,33 @@ class KafkaLog:
                     messages = [first]
                     if max_records > 1:
                         messages += self._consumer.consume(max_records - 1, 0)
-            return self._batch(messages, from_offset)
+            batch = self._batch(messages, from_offset)
+            if batch.next_offset > from_offset:
+                self._delivered_at = time.monotonic()
+            elif not messages and not self._closed:
+                self._replace_if_stalled(from_offset)
+            return batch
+
+    def _replace_if_stalled(self, position: int) -> None:
+        """Replace the consumer if it has delivered nothing for `_STALL_SECONDS` while
+        the log holds records at or past `position`. Called with the read lock held."""
+        now = time.monotonic()
+        if now - self._delivered_at < _STALL_SECONDS:
+            return
+        self._delivered_at = now  # ask the broker at most once a stall period
+        try:
+            end = self.end_offset(min(self._timeout, _STALL_SECONDS))
+        except LogUnavailable:
+            return  # the broker is out of reach: there is nothing to fetch either
+        if end <= position:
+            return
+        log.warning("the consumer of the schema topic %s delivered nothing for %.0f s at offset %d "
+                    "while the topic ends at %d; replacing it", self._topic, _STALL_SECONDS, position, end)
+        stalled, self._consumer = self._consumer, _client(Consumer, self._consumer_config)
+        self._position = None  # the next read assigns the new consumer where the reader is
+        self.consumer_replacements += 1
+        # Closing a stalled consumer may wait on its broker threads: not on the reader.
+        threading.Thread(target=stalled.close, name="kafka-log-stalled-close", daemon=True).start()
 
     def _batch(self, messages: list[Message], from_offset: int) -> LogBatch:
         records: list[LogRecord] = []

@@ -206,6 +206,29 @@ def test_read_with_nothing_new_returns_empty_at_the_end(kafka_log: KafkaLog) -> 
     assert time.monotonic() - began < 2.0, "an empty read returns after about its timeout"
 
 
+def test_a_consumer_that_stops_fetching_is_replaced_and_an_idle_one_is_not(kafka_log: KafkaLog,
+                                                                           fresh_topic: str) -> None:
+    # After a broker restart librdkafka's consumer was seen to stop fetching its assigned
+    # partition for good (one node of three froze). Pausing the partition stops fetching
+    # the same way; the log must notice records it is not given and take a new consumer.
+    from store.kafka_log import _STALL_SECONDS
+    for key in (b"a", b"b"):
+        kafka_log.append(key, b"1")
+    batch = read_records(kafka_log, 0, 2)
+    idle_until = time.monotonic() + _STALL_SECONDS + 1.5
+    while time.monotonic() < idle_until:  # nothing to read: idle, not stalled
+        assert kafka_log.read(batch.next_offset, 10, 0.5).records == []
+    assert kafka_log.consumer_replacements == 0, "an idle log at its end is not a stalled one"
+    kafka_log._consumer.pause([TopicPartition(fresh_topic, 0)])
+    for key in (b"c", b"d"):
+        kafka_log.append(key, b"2")
+    began = time.monotonic()
+    late = read_records(kafka_log, batch.next_offset, 2)
+    assert [r.key for r in late.records] == [b"c", b"d"]
+    assert kafka_log.consumer_replacements == 1
+    assert time.monotonic() - began < 2 * _STALL_SECONDS + 3, "a stall ends within its bound"
+
+
 def test_reader_reaches_an_end_that_holds_no_record(kafka_bootstrap: str, kafka_log: KafkaLog,
                                                      fresh_topic: str) -> None:
     # A transaction's commit marker takes the last offset; no record is ever read there.
