@@ -656,15 +656,11 @@ class RegistryService:
             # As Confluent: the first subject of a context records the context.
             records.append((ContextKey(context), ContextValue(context)))
         if mode is Mode.IMPORT:
-            if pending:
-                # An imported id is checked against the cache alone: beside another
-                # pending registration it could be given to two contents.
-                raise PlanAlone("an IMPORT is planned on its own")
             if request.schema_id is None:
                 # As Confluent: IMPORT takes schemas with their ids; fresh ids need READWRITE.
                 raise errors.OperationNotPermitted(
                     f"Subject {subject} in context {qualified_context(subject)} is not in read-write mode")
-            value = self._import_value(subject, request, text, versions, metadata, rule_set)
+            value = self._import_value(subject, request, text, versions, metadata, rule_set, pending)
             return records + [(SchemaKey(subject, value.version), value)], value
         if self._compatibility_basis(subject, metadata) != checked:
             raise _Replan()  # a version or the level changed since the check: check again
@@ -706,18 +702,28 @@ class RegistryService:
         return incompatibilities(level, parsed, [self._previous(v) for v in against])
 
     def _import_value(self, subject: str, request: RegisterRequest, text: str, versions: list[SchemaValue],
-                      metadata: Metadata | None, rule_set: RuleSet | None) -> SchemaValue:
-        """An IMPORT: the given id (its content must match what it names in the context)
-        at the given version, or the next one. A version that exists is overwritten, as
+                      metadata: Metadata | None, rule_set: RuleSet | None,
+                      pending: PendingWrites | None = None) -> SchemaValue:
+        """An IMPORT: the given id (its content must match what it names in the context,
+        in the cache or among the `pending` registrations of the same append) at the
+        given version, or the next one. A version that exists is overwritten, as
         Confluent's IMPORT overwrites it."""
         new = request.schema
         assert new is not None and request.schema_id is not None
         context = context_of(subject)
         schema_id = request.schema_id
-        existing = self._cache.schema_by_id(schema_id, context)
-        if existing is not None and (existing.schema_type, existing.schema, existing.references,
-                                     existing.metadata, existing.rule_set) != (
-                new.schema_type, text, new.references, metadata, rule_set):
+        content = (new.schema_type, text, new.references, metadata, rule_set)
+        named = [self._cache.schema_by_id(schema_id, context)]
+        for value in pending.values() if pending else ():
+            if isinstance(value, SchemaValue) and context_of(value.subject) == context:
+                if value.id == schema_id:
+                    named.append(value)
+                if value.subject == subject and request.version is None:
+                    # Its next version depends on that pending one: plan it after.
+                    raise PlanAlone("an IMPORT without a version after another of its subject")
+        if any(existing is not None and (existing.schema_type, existing.schema, existing.references,
+                                         existing.metadata, existing.rule_set) != content
+               for existing in named):
             raise errors.OperationNotPermitted(
                 f"Overwrite new schema with id {schema_id} in context {qualified_context(subject)} "
                 "is not permitted.")

@@ -75,7 +75,7 @@ DEFAULTS: dict[str, str] = {
     "inter.instance.principals": "",
     "audit.log.file": "",
     "metrics.enabled": "true",
-    "group.commit.enable": "false",
+    "group.commit.enable": "",
     "zookeeper.ssl.client.enable": "false",
     "zookeeper.ssl.keystore.location": "",
     "zookeeper.ssl.keystore.password": "",
@@ -334,9 +334,15 @@ class Settings:
     @property
     def group_commit(self) -> bool:
         """Whether concurrent registrations share appends (store.writer's group commit).
-        Off by default: under a network partition it let writes answer past their
-        timeout (see registry/service.py)."""
-        return self.get("group.commit.enable").strip().lower() == "true"
+        By default on for the embedded store (one SQLite transaction, one fsync, per
+        batch) and off for Kafka: under a network partition it let writes answer past
+        their timeout (see registry/service.py)."""
+        value = self.get("group.commit.enable").strip().lower()
+        if value in ("true", "false"):
+            return value == "true"
+        if value:
+            raise ConfigError(f"group.commit.enable must be true or false, not {value!r}")
+        return not self.kafka_bootstrap_servers
 
     @property
     def zookeeper_security(self) -> ZooKeeperSecurity:

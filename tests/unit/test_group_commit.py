@@ -67,7 +67,7 @@ def start(log: GatedLog, timeout_ms: int = 5000):
     return node
 
 
-def register_all(node, log: GatedLog, writes: list[tuple[str, str]]) -> list[object]:
+def register_all(node, log: GatedLog, writes: list[tuple[str, str | RegisterRequest]]) -> list[object]:
     """Register `writes` concurrently: the first alone behind the gate, the rest queued
     behind it; returns each write's result (a SchemaValue or the exception it raised),
     each checked for read-your-writes as it returned."""
@@ -75,8 +75,9 @@ def register_all(node, log: GatedLog, writes: list[tuple[str, str]]) -> list[obj
 
     def one(index: int) -> None:
         subject, text = writes[index]
+        request = text if isinstance(text, RegisterRequest) else RegisterRequest(NewSchema(text))
         try:
-            value = node.service.register(subject, RegisterRequest(NewSchema(text)))
+            value = node.service.register(subject, request)
             # Read-your-writes: applied to this node's cache before the call returned.
             assert node.cache.version(subject, value.version) == value
             results[index] = value
@@ -136,6 +137,34 @@ def test_two_versions_of_one_subject_go_in_successive_batches(log):
         assert [r.version for r in results[1:]] == [1, 2], \
             "the second write of a subject must be planned on the state the first leaves"
         assert log.appends == [1, 1, 1], "a key collision defers the later write to the next batch"
+    finally:
+        node.close()
+
+
+def test_imports_share_a_batch_and_an_id_never_names_two_contents(log):
+    from registry import errors
+    node = start(log)
+    try:
+        log.gate.set()
+        node.service.set_mode(None, "IMPORT")
+        log.gate.clear()
+        log.appends.clear()
+
+        def imported(name: str, schema_id: int, version: int | None = 1) -> RegisterRequest:
+            return RegisterRequest(NewSchema(schema(name)), schema_id=schema_id, version=version)
+        results = register_all(node, log, [
+            ("a", imported("A", 10)),
+            ("b", imported("B", 11)), ("c", imported("C", 12)),
+            ("d", imported("D", 11)),  # id 11 is pending for another content
+            ("e", imported("B", 11)),  # the same content under another subject keeps its id
+            ("b", imported("B2", 13, 2)),  # an explicit version of a pending subject
+            ("c", imported("C2", 14, None)),  # the next version after a pending one: later
+        ])
+        assert [r.id for r in results if isinstance(r, SchemaValue)] == [10, 11, 12, 11, 13, 14]
+        assert isinstance(results[3], errors.OperationNotPermitted), results[3]
+        assert (results[5].version, results[6].version) == (2, 2)
+        assert log.appends == [1, 4, 1], "imports are appended together; one planned after its subject's"
+        assert json.loads(node.cache.schema_by_id(11, ".").schema) == json.loads(schema("B"))
     finally:
         node.close()
 
