@@ -13,6 +13,11 @@ Names a program derives from the plan's `prefix` (the tests assert on the same o
   `<prefix>-gone`, `-keep`   the writer's subject hard-deleted, the id kept under `-keep`
   `<prefix>-rule`            a subject with a CEL data-contract rule set
   `<prefix>-assoc`, `<prefix>-assoc-target`   a topic associated with a subject
+  `<prefix>-json`, `<prefix>-proto`   the topic written in mode "json" / "protobuf"
+
+Modes "json" and "protobuf" (Confluent's JS and Go programs) write the plan's value, then
+read every writer's bytes in `read`; with `"write": false` they only read
+(tests/interop/exchange.py says who reads what, and when).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-// Command go-client runs confluent-kafka-go's schemaregistry client and its avrov2
-// serdes against a registry: the interop program for Go.
+// Command go-client runs confluent-kafka-go's schemaregistry client and its avrov2,
+// jsonschema and protobuf serdes against a registry: the interop program for Go.
 //
 //	go-client < plan.json > report.json
 //
@@ -35,7 +35,20 @@ type plan struct {
 	RuleGood map[string]any                        `json:"rule_good"`
 	RuleBad  map[string]any                        `json:"rule_bad"`
 	Read     []struct{ Writer, Topic, Hex string } `json:"read"`
+	// Mode "json": the schema and the value its writer registers and writes.
+	JSONSchema string          `json:"json_schema"`
+	JSONValue  json.RawMessage `json:"json_value"`
+	// Mode "protobuf": protoc's FileDescriptorSet (base64 in JSON, which encoding/json
+	// decodes into []byte), the message's full name and its value in proto3 JSON.
+	DescriptorSet []byte          `json:"descriptor_set"`
+	MessageName   string          `json:"message_name"`
+	ProtoValue    json.RawMessage `json:"proto_value"`
+	// Modes "json" and "protobuf": false to only read `read` (bytes written after this
+	// program's own write, by a program that read those).
+	Write *bool `json:"write"`
 }
+
+func (p plan) writes() bool { return p.Write == nil || *p.Write }
 
 type outcome map[string]any
 
@@ -431,9 +444,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "go-client: cannot read the plan on stdin: %v\n", err)
 		os.Exit(2)
 	}
-	if p.plan.Mode == "read" {
+	switch p.plan.Mode {
+	case "read":
 		p.read()
-	} else {
+	case "json":
+		p.jsonScenario()
+	case "protobuf":
+		p.protobufScenario()
+	default:
 		p.api()
 		p.serdes()
 		p.rule()

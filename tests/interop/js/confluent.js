@@ -157,12 +157,13 @@ async function readPayloads(plan, report) {
 
 // JSON Schema: this library's JsonSerializer writes under `<prefix>-json-value` (the
 // schema registered first, used as latest, values validated), its JsonDeserializer reads
-// those bytes back and every other writer's bytes in `plan.read`.
+// those bytes back and every other writer's bytes in `plan.read`. With `write: false`
+// the plan only reads (bytes written after this program's own write).
 async function jsonScenario(plan, report) {
   const { url, prefix } = plan;
   const topic = `${prefix}-json`;
   const jsonDeserializer = () => new JsonDeserializer(newClient(url), SerdeType.VALUE, { validate: true }, rules);
-  await report.step('json_write', async () => {
+  if (plan.write !== false) await report.step('json_write', async () => {
     await newClient(url).register(`${topic}-value`, { schema: plan.json_schema, schemaType: 'JSON' });
     const ser = new JsonSerializer(newClient(url), SerdeType.VALUE,
       { autoRegisterSchemas: false, useLatestVersion: true, validate: true }, rules);
@@ -179,7 +180,7 @@ async function jsonScenario(plan, report) {
 // (imports as references) and writes `plan.proto_value` (proto3 JSON) under
 // `<prefix>-proto`; its ProtobufDeserializer, which learns the schema from the registry
 // (?format=serialized), reads those bytes and every other writer's in `plan.read`,
-// answering proto3 JSON.
+// answering proto3 JSON. With `write: false` the plan only reads.
 async function protobufScenario(plan, report) {
   const { url, prefix } = plan;
   const topic = `${prefix}-proto`;
@@ -187,7 +188,7 @@ async function protobufScenario(plan, report) {
   const desc = files.getMessage(plan.message_name);
   const types = createMutableRegistry(desc);
   const protobufDeserializer = () => new ProtobufDeserializer(newClient(url), SerdeType.VALUE, {}, rules);
-  await report.step('proto_write', async () => {
+  if (plan.write !== false) await report.step('proto_write', async () => {
     const ser = new ProtobufSerializer(newClient(url), SerdeType.VALUE, { autoRegisterSchemas: true, registry: types },
       rules);
     const bytes = await ser.serialize(topic, fromJson(desc, plan.proto_value, { registry: types }));
