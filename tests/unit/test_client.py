@@ -411,3 +411,27 @@ def test_same_methods_and_parameter_names_as_confluent_kafkas_client() -> None:
         theirs = list(inspect.signature(getattr(Theirs, name)).parameters)
         ours = list(inspect.signature(getattr(SchemaRegistryClient, name)).parameters)
         assert ours == theirs, f"{name}: keyword arguments written for confluent-kafka must work unchanged"
+
+
+def test_the_environments_proxy_and_netrc_still_apply_though_read_once(
+        stubs: Callable[[], Stub], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The transport reads the environment once per node instead of on every request:
+    # what it reads must be what requests would have read.
+    proxy = stubs()
+    target = "http://registry.invalid:8081"
+    proxy.replies[f"{target}/subjects"] = [(200, ["via-proxy"])]
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert SchemaRegistryClient({"url": target}).get_subjects() == ["via-proxy"], "HTTP_PROXY is used"
+
+    direct = stubs()
+    direct.replies["/subjects"] = [(200, ["direct"])]
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login carol password n3trc\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    assert SchemaRegistryClient({"url": direct.url}).get_subjects() == ["direct"], "NO_PROXY is honoured"
+    assert direct.requests[0][2]["Authorization"] == basic("carol", "n3trc"), "~/.netrc credentials are sent"
+    assert len(proxy.requests) == 1
