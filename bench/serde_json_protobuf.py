@@ -153,7 +153,7 @@ def main() -> None:
         def write(fn: Callable[..., bytes], items: list[Any], ctx: Any) -> Callable[[], Any]:
             return (lambda: [fn(x, ctx) for x in items]) if ctx is not None else (lambda: [fn(x) for x in items])
 
-        cpu, _wall = rates({
+        cpu, _wall, _rounds = rates({
             ("JSON serialize", "a"): write(raw_json_write, records, None),
             ("JSON serialize", "b"): write(theirs_json_ser, records, json_ctx),
             ("JSON serialize", "c"): write(ours_json_ser, records, json_ctx),
