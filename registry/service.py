@@ -603,6 +603,55 @@ class RegistryService:
                 continue
         raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
 
+    def import_many(self, entries: list[tuple[str, RegisterRequest] | errors.RegistryError]
+                    ) -> list[SchemaValue | errors.RegistryError]:
+        """IMPORT registrations appended together: one plan and one append (one SQLite
+        transaction, one produce) for all of them, where one `register` each would take
+        a round of the write protocol each. Every entry names its subject, id and version
+        and is taken as `register` takes it in IMPORT mode (its subject must be in IMPORT
+        mode); entries are planned in order, each beside those before it (an id is never
+        given to two contents). Each succeeds or fails alone: the result list holds, in
+        the entries' order, the version registered or the error refusing it (an entry
+        that already is an error stays one). Parsing runs before the write lock is taken.
+        Raises only the writer's errors, and then nothing of the batch was written."""
+        prepared: list[tuple[str, RegisterRequest, str] | errors.RegistryError] = []
+        for entry in entries:
+            if isinstance(entry, errors.RegistryError):
+                prepared.append(entry)
+                continue
+            subject, request = entry
+            try:
+                check_subject(subject)
+                if request.schema is None or request.schema_id is None or request.version is None:
+                    raise errors.UnprocessableEntity("An imported schema needs its schema, id and version")
+                parsed = self._parse(request.schema, subject, lenient=True)
+                prepared.append((subject, request, _storable(_text(parsed, request.normalize))))
+            except errors.RegistryError as exc:
+                prepared.append(exc)
+
+        def plan() -> tuple[list[tuple[Key, Value | None]], list[SchemaValue | errors.RegistryError]]:
+            pending = PendingWrites()
+            results: list[SchemaValue | errors.RegistryError] = []
+            for item in prepared:
+                if isinstance(item, errors.RegistryError):
+                    results.append(item)
+                    continue
+                subject, request, text = item
+                try:
+                    if self.mode_for(subject) is not Mode.IMPORT:
+                        raise errors.OperationNotPermitted(
+                            f"Subject {subject} in context {qualified_context(subject)} is not in import mode")
+                    planned, value = self._plan_registration(subject, request, text, (CompatibilityLevel.NONE, ()),
+                                                             [], pending)
+                except errors.RegistryError as exc:
+                    results.append(exc)
+                    continue
+                pending.records.extend(planned)
+                results.append(value)
+            return list(pending.records), results
+
+        return self._writer.write(plan)
+
     def _contracts(self, subject: str, request: RegisterRequest, previous: SchemaValue | None,
                    new_version: int) -> tuple[Metadata | None, RuleSet | None]:
         """Confluent's maybeSetMetadataRuleSet: the request's metadata and rules (else the

@@ -165,6 +165,9 @@ DOCS: dict[tuple[str, str], Doc] = {
         "Upsert of an association (not served, 42205)", "Associations", {"type": "object"}, body="Any"),
     ("config.get_config", "GET"): Doc(
         "Get the compatibility level (global, or a subject's)", "Config", _ref("Config"), (_DEFAULT_TO_GLOBAL,)),
+    ("imports.import_schemas", "POST"): Doc(
+        "Ours: many IMPORT registrations in one request and one append; each entry answers alone",
+        "Subjects", _ref("ImportAnswer"), body="ImportRequest"),
     ("config.put_config", "PUT"): Doc(
         "Set the compatibility level (global, or a subject's)", "Config", _ref("ConfigUpdate"),
         body="ConfigUpdate"),
@@ -215,6 +218,14 @@ COMPONENTS: dict[str, Any] = {
         "references": _array(_ref("SchemaReference")),
         "id": {"type": "integer", "description": "IMPORT mode: the id to register under"},
         "version": {"type": "integer", "description": "IMPORT mode: the version to register as"}}},
+    "ImportRequest": {"type": "object", "required": ["schemas"], "properties": {
+        "schemas": {"type": "array", "maxItems": 10_000, "items": {
+            "type": "object", "required": ["subject", "schema", "id", "version"], "properties": {
+                "subject": {"type": "string"}, "schema": {"type": "string"}, "schemaType": _SCHEMA_TYPE,
+                "references": _array(_ref("SchemaReference")), "id": {"type": "integer"},
+                "version": {"type": "integer"}, "metadata": {"type": "object"}, "ruleSet": {"type": "object"}}}}}},
+    "ImportAnswer": {"type": "object", "required": ["results"], "properties": {
+        "results": _array({"type": "object", "description": "subject, version and id; or error_code and message"})}},
     "RegisterAnswer": {"type": "object", "required": ["id"], "properties": {
         "id": {"type": "integer"}, "version": {"type": "integer"}, "guid": {"type": "string"},
         "schemaType": _SCHEMA_TYPE, "schema": {"type": "string"}, "references": _array(_ref("SchemaReference")),

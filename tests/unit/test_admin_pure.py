@@ -106,3 +106,52 @@ def test_admin_commands_without_the_admin_extra_say_which_extra(monkeypatch, cap
     monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name, *a: None if name == "rich" else real(name, *a))
     assert cli.main(["subjects", "--url", "http://127.0.0.1:9"]) == 2, "a missing extra is an error (2)"
     assert "pip install 'schema-registry-py[admin]'" in capsys.readouterr().err, "the message names the extra"
+
+
+class ScriptedTarget:
+    """A transport answering as a target registry would: with or without our bulk
+    import route (`bulk`), refusing the batch whole when `refuse_batch`. Records calls."""
+
+    def __init__(self, bulk: bool, refuse_batch: bool = False) -> None:
+        self.bulk, self.refuse_batch = bulk, refuse_batch
+        self.calls: list[tuple[str, str]] = []
+        self.mode = "READWRITE"
+
+    def request(self, method: str, path: str, *, query=None, body=None):
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+        self.calls.append((method, path))
+        if path == "/schemas":
+            return []
+        if path == "/mode":
+            if method == "PUT":
+                self.mode = body["mode"]
+            return {"mode": self.mode}
+        if path == "/import/schemas":
+            if not self.bulk:
+                raise SchemaRegistryError(404, 404, "HTTP 404 Not Found")
+            if self.refuse_batch:
+                raise SchemaRegistryError(422, 42201, "no")
+            return {"results": [{"error_code": 42205, "message": "taken"} if entry["id"] == 2 else
+                                {"subject": entry["subject"], "version": entry["version"], "id": entry["id"]}
+                                for entry in body["schemas"]]}
+        if method == "POST" and path.endswith("/versions"):
+            if body["id"] == 2:
+                raise SchemaRegistryError(422, 42205, "taken")
+            return {"id": body["id"]}
+        raise AssertionError(f"unexpected {method} {path}")
+
+
+@pytest.mark.parametrize("bulk, refuse_batch, per_version_posts", [
+    (True, False, 0),    # ours: one POST /import/schemas for the lot
+    (False, False, 3),   # Confluent or Karapace: 404 there, one POST per version
+    (True, True, 3),     # a batch refused whole: each version on its own, to learn which fails
+])
+def test_import_uses_the_bulk_route_where_the_target_has_it(bulk, refuse_batch, per_version_posts):
+    from registry.admin.migration import import_into
+    target = ScriptedTarget(bulk, refuse_batch)
+    schemas = [version("a", 1, 1), version("b", 1, 2), version("c", 1, 3)]
+    summary = import_into(target, schemas, [], prefix="", force=False, keep_import_mode=False, workers=2)
+    assert summary.imported == 2 and [f["id"] for f in summary.failed] == [2], vars(summary)
+    assert sum(1 for m, p in target.calls if m == "POST" and p.endswith("/versions")) == per_version_posts
+    assert sum(1 for m, p in target.calls if p == "/import/schemas") == 1
+    assert target.mode == "IMPORT", "a failure leaves the target in IMPORT mode, to resume"

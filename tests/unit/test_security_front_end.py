@@ -185,6 +185,19 @@ def test_registering_with_an_explicit_id_needs_the_import_operation(secured: Nod
     assert plain.status == 200, "id -1 is no id: a plain write"
 
 
+def test_a_bulk_import_needs_the_import_operation_on_the_whole_registry(secured: NodeClient):
+    # Its entries may name any subjects: only a global import rule admits it.
+    entry = {"subject": "team-a.bulk", "schema": schema_of("bulk"), "id": 5100, "version": 1}
+    assert secured.put("/mode/team-a.bulk", {"mode": "IMPORT"}, headers=basic("alice")).status == 200
+    assert_refused(secured.post("/import/schemas", {"schemas": [entry]}, headers=basic("alice")), 403,
+                   "alice may write her subjects but not import into the registry")
+    assert_refused(secured.post("/import/schemas", {"schemas": [entry]}), 401, "no credentials")
+    assert secured.get("/subjects/team-a.bulk/versions", headers=basic("root")).status == 404, "nothing written"
+    answer = secured.post("/import/schemas", {"schemas": [entry]}, headers=basic("root"))
+    assert answer.status == 200 and answer.json()["results"] == [
+        {"subject": "team-a.bulk", "version": 1, "id": 5100}], answer.body
+
+
 def test_rules_and_users_take_effect_when_their_files_change(files: dict[str, Path]):
     directory = files["dir"] / "reload"
     directory.mkdir()

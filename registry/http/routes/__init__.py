@@ -3,12 +3,13 @@ from registry.http.routes.associations import association_routes
 from registry.http.routes.cluster import cluster_routes
 from registry.http.routes.config import config_routes
 from registry.http.routes.contexts import context_routes
+from registry.http.routes.imports import import_routes
 from registry.http.routes.observability import observability_routes
 from registry.http.routes.schemas import schema_routes
 from registry.http.routes.subjects import subject_routes
 from registry.http.routes.ui import ui_routes
 
 BLUEPRINTS = (subject_routes, schema_routes, config_routes, context_routes, association_routes, cluster_routes,
-              observability_routes, ui_routes)
+              import_routes, observability_routes, ui_routes)
 
 __all__ = ["BLUEPRINTS"]
