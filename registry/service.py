@@ -646,7 +646,7 @@ class RegistryService:
                 except errors.RegistryError as exc:
                     results.append(exc)
                     continue
-                pending.records.extend(planned)
+                pending.add(planned)
                 results.append(value)
             return list(pending.records), results
 
@@ -763,13 +763,11 @@ class RegistryService:
         schema_id = request.schema_id
         content = (new.schema_type, text, new.references, metadata, rule_set)
         named = [self._cache.schema_by_id(schema_id, context)]
-        for value in pending.values() if pending else ():
-            if isinstance(value, SchemaValue) and context_of(value.subject) == context:
-                if value.id == schema_id:
-                    named.append(value)
-                if value.subject == subject and request.version is None:
-                    # Its next version depends on that pending one: plan it after.
-                    raise PlanAlone("an IMPORT without a version after another of its subject")
+        if pending:
+            named.append(pending.schema_with_id(context, schema_id))
+            if request.version is None and pending.has_subject(subject):
+                # Its next version depends on that pending one: plan it after.
+                raise PlanAlone("an IMPORT without a version after another of its subject")
         if any(existing is not None and (existing.schema_type, existing.schema, existing.references,
                                          existing.metadata, existing.rule_set) != content
                for existing in named):

@@ -61,7 +61,9 @@ from store.records import (
     Key,
     NoopKey,
     RecordFormatError,
+    SchemaValue,
     Value,
+    context_of,
     decode_key,
     encode_key,
     encode_value,
@@ -125,12 +127,34 @@ class PendingWrites:
     def __init__(self) -> None:
         self.records: list[tuple[Key, Value | None]] = []
         self.raw_keys: set[bytes] = set()
+        # Schema versions pending, by (context, id) (the first, which later ones of the id
+        # were planned to agree with) and their subjects: a bulk import plans thousands
+        # beside each other, and must not scan them all for each.
+        self._by_id: dict[tuple[str, int], SchemaValue] = {}
+        self._subjects: set[str] = set()
 
     def __bool__(self) -> bool:
         return bool(self.records)
 
+    def add(self, records: list[tuple[Key, Value | None]], raw_keys: Iterable[bytes] = ()) -> None:
+        """Count `records` (and their encoded keys) as pending, after those already."""
+        self.records.extend(records)
+        self.raw_keys.update(raw_keys)
+        for _, value in records:
+            if type(value) is SchemaValue:
+                self._by_id.setdefault((context_of(value.subject), value.id), value)
+                self._subjects.add(value.subject)
+
     def values(self) -> list[Value]:
         return [value for _, value in self.records if value is not None]
+
+    def schema_with_id(self, context: str, schema_id: int) -> SchemaValue | None:
+        """The first pending schema version with `schema_id` in `context`."""
+        return self._by_id.get((context, schema_id))
+
+    def has_subject(self, subject: str) -> bool:
+        """Whether a version of `subject` is pending."""
+        return subject in self._subjects
 
 
 class PlanAlone(Exception):
@@ -475,8 +499,7 @@ class LogWriter:
             flights = list(self._flights)
         pending = PendingWrites()
         for flight in flights:
-            pending.records.extend(flight.records)
-            pending.raw_keys |= flight.raw_keys
+            pending.add(flight.records, flight.raw_keys)
         if flights:
             return flights[-1].end, pending
         return self._catch_up(until), pending
@@ -535,8 +558,7 @@ class LogWriter:
                 deferred.append(item)  # planned on a state an earlier write changes
                 continue
             mine = [r for r in records if not isinstance(r, Restated)]
-            pending.records.extend(mine)
-            pending.raw_keys |= raw_keys
+            pending.add(mine, raw_keys)
             flight.add(item, result, encoded, mine, raw_keys)
         if not flight.items:
             if deferred and in_flight:

@@ -213,6 +213,8 @@ def _sorted_json(value: JsonValue) -> JsonValue:
 
 
 def _props(obj: dict[str, JsonValue], reserved: frozenset[str]) -> Props:
+    if obj.keys() <= reserved:  # the common case, answered in C: no custom properties
+        return ()
     return tuple(sorted((k, _sorted_json(v)) for k, v in obj.items() if k not in reserved))
 
 
@@ -753,6 +755,8 @@ class _Writer:
         return self.name(alias_space, short, space)
 
     def props(self, props: Props, logical_type: str | None = None) -> dict[str, JsonValue]:
+        if not props:
+            return {}
         out = dict(props)
         if self.style.for_fastavro and logical_type is None and out.get("logicalType") in _LOGICAL_BASES:
             del out["logicalType"]  # Java ignores it; fastavro would act on it or reject it
