@@ -378,6 +378,26 @@ def test_node_registers_and_a_restarted_node_has_the_same_state(kafka_bootstrap:
     assert Api(second).register("s0", avro_record("R", "new"))[1]["id"] == max(ids) + 1
 
 
+def test_a_bulk_import_lands_in_one_go_on_kafka_and_replays_alike(kafka_bootstrap: str, fresh_topic: str,
+                                                                   nodes: list[Node]) -> None:
+    nodes.append(first := start_node(kafka_bootstrap, fresh_topic))
+    api = Api(first)
+    assert api.send("PUT", "/mode", {"mode": "IMPORT"})[0] == 200
+    entries = [{"subject": f"bulk-{i // 3}", "version": i % 3 + 1, "id": 1000 + i,
+                "schema": avro_record(f"B{i}", "a")} for i in range(600)]
+    entries.append({"subject": "bulk-x", "version": 1, "id": 1000, "schema": avro_record("Other", "a")})
+    end_before = first.log.end_offset()
+    status, body = api.send("POST", "/import/schemas", {"schemas": entries})
+    assert status == 200, body
+    assert [r.get("id") for r in body["results"][:600]] == [1000 + i for i in range(600)]
+    assert body["results"][600]["error_code"] == 42205, "id 1000 names another content"
+    assert first.log.end_offset() - end_before == 600, "one record per imported version, the refused one none"
+    first.close()
+    nodes.append(second := start_node(kafka_bootstrap, fresh_topic))
+    assert second.cache.fingerprint()[:-1] == first.cache.fingerprint()[:-1]
+    assert Api(second).get("/subjects/bulk-199/versions")[1] == [1, 2, 3]
+
+
 def _adoption_records() -> list[tuple[bytes, bytes | None]]:
     user = avro_record("User", "name")
     user2 = avro_record("User", "name", "email")
