@@ -225,7 +225,8 @@ def test_a_consumer_that_stops_fetching_is_replaced_and_an_idle_one_is_not(kafka
     began = time.monotonic()
     late = read_records(kafka_log, batch.next_offset, 2)
     assert [r.key for r in late.records] == [b"c", b"d"]
-    assert kafka_log.consumer_replacements == 1
+    # At least one: a replacement that is itself slow to deliver (a loaded machine) may be replaced too.
+    assert kafka_log.consumer_replacements >= 1, "the stalled consumer was replaced"
     assert time.monotonic() - began < 2 * _STALL_SECONDS + 3, "a stall ends within its bound"
 
 

@@ -9,7 +9,9 @@ and one append, for `schema-registry import` (an import of 100,000 schemas one
 
 Each entry is taken as `POST /subjects/{subject}/versions` takes it in IMPORT mode (its
 subject must be in IMPORT mode, `id` and `version` are required) and succeeds or fails
-alone; the results are in the entries' order. Authorization: `import` on the registry
+alone; the results are in the entries' order. References resolve against what the
+registry held when the request came: an entry cannot reference another entry of the same
+request (`schema-registry import` sends referenced versions in an earlier request). Authorization: `import` on the registry
 as a whole. At most `MAX_ENTRIES` entries a request, within the request body limit.
 """
 from __future__ import annotations
