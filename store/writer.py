@@ -808,11 +808,19 @@ class LogWriter:
         Raises RecordTooLarge, before anything is appended, if one of them is larger
         than the log accepts.
         """
-        offset = expected - 1
-        for raw_key, raw_value in self._encode_all(records):
-            offset = self._log.append(raw_key, raw_value, expected_offset=offset + 1,
-                                      timeout=_remaining(deadline))
-        return offset
+        encoded = self._encode_all(records)
+        if len(encoded) == 1:
+            raw_key, raw_value = encoded[0]
+            return self._log.append(raw_key, raw_value, expected_offset=expected, timeout=_remaining(deadline))
+        # Several records (a bulk import, a delete with its config): one transaction or one
+        # produce round trip for all, where one append each would cost a commit each.
+        offsets = self._append_many(encoded, expected, deadline)
+        if offsets == list(range(expected, expected + len(encoded))):
+            return offsets[-1]
+        if -1 in offsets:
+            raise LogUnavailable("the log did not confirm every record of the write")
+        # Some landed elsewhere (readers drop those): the caller plans again on what landed.
+        raise LogConflict(f"records of the write landed at {offsets}, not from {expected}")
 
     def _encode_all(self, records: list[Record]) -> list[tuple[bytes, bytes | None]]:
         """The (key, value) bytes to append for `records`, in order.

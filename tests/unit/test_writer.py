@@ -12,7 +12,7 @@ import pytest
 from store.cache import Cache
 from store.memory_log import MemoryLog
 from store.reader import LogReader
-from store.records import ConfigKey, ConfigValue, SchemaKey, SchemaValue, encode_key, encode_value
+from store.records import ConfigKey, ConfigValue, LogRecord, SchemaKey, SchemaValue, encode_key, encode_value
 from store.writer import REQUEST_STARTED, LogWriter, NotWriter, StoreTimeout
 
 
@@ -292,3 +292,78 @@ def test_a_request_queued_past_its_timeout_is_answered_50002_without_a_write():
         assert answer.status == 500 and answer.json()["error_code"] == 50002, answer.body
         assert client.node.log.end_offset() == end, "nothing written"
         assert client.post("/subjects/late/versions", {"schema": '"string"'}).status == 200
+
+
+class CountingLog(MemoryLog):
+    """A memory log that counts its appends, and whose first multi-record append may
+    let a rival's record in first (`rival`), its own records then landing one place
+    later than expected, as records produced to Kafka do after a zombie's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.single_appends = 0
+        self.many_appends: list[int] = []
+        self.rival: tuple[bytes, bytes] | None = None
+
+    def append(self, key, value, expected_offset=None, timeout=None):
+        self.single_appends += 1
+        return super().append(key, value, expected_offset, timeout)
+
+    def append_many(self, records, expected_offset, timeout=None):
+        self.many_appends.append(len(records))
+        if self.rival is None:
+            return super().append_many(records, expected_offset, timeout)
+        rival, self.rival = self.rival, None
+        super().append(*rival)
+        offsets = []
+        with self._changed:  # each carries the offset it expected: readers drop it
+            for index, (key, value) in enumerate(records):
+                self._records.append(LogRecord(self._next, key, value, expected_offset + index))
+                offsets.append(self._next)
+                self._next += 1
+            self._changed.notify_all()
+        return offsets
+
+
+def schema_records(count: int, first_id: int = 1) -> list[tuple[SchemaKey, SchemaValue]]:
+    return [(SchemaKey(f"s{n}", 1), SchemaValue(f"s{n}", 1, n, '"string"'))
+            for n in range(first_id, first_id + count)]
+
+
+def test_a_write_of_many_records_is_one_append():
+    log = CountingLog()
+    node = Member(log)
+    try:
+        node.writer.take_office("http://a:8081")
+        before = log.single_appends
+        node.writer.write(lambda: (schema_records(300), None))
+        assert log.many_appends == [300], "300 records of one write: one transaction or one produce"
+        assert log.single_appends == before, "no record of it may be appended on its own"
+        assert [node.cache.schema_by_id(n) is not None for n in (1, 150, 300)] == [True] * 3, \
+            "read-your-writes: every record applied on return"
+    finally:
+        node.close()
+        log.close()
+
+
+def test_a_write_whose_records_land_elsewhere_is_planned_again():
+    log = CountingLog()
+    node = Member(log)
+    try:
+        node.writer.take_office("http://a:8081")
+        key, value = config_record("NONE")
+        log.rival = (encode_key(key), encode_value(value))
+        plans: list[str | None] = []
+
+        def plan():
+            current = node.cache.config(None)
+            plans.append(current.compatibility_level if current else None)
+            return schema_records(3), len(plans)
+
+        assert node.writer.write(plan) == 2, "records that landed elsewhere: the write is planned again"
+        assert plans == [None, "NONE"], "the second plan sees the rival's record"
+        assert log.many_appends == [3, 3]
+        assert node.cache.schema_by_id(3) is not None, "the second attempt landed and was applied"
+    finally:
+        node.close()
+        log.close()
