@@ -115,6 +115,15 @@ class ConfigUpdate:
     clear: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class SettingChange:
+    """One entry of `import_settings`: a config update or a mode name for a subject
+    (None: the global one)."""
+
+    subject: str | None
+    change: ConfigUpdate | str
+
+
 class RegistryService:
     """Schemas, subjects, versions, config and mode: Confluent's rules over one cache.
 
@@ -187,29 +196,68 @@ class RegistryService:
 
     def set_config(self, subject: str | None, update: ConfigUpdate) -> ConfigValue:
         """Merge `update` into the stored config, as Confluent's ConfigValue.update does."""
-        if subject is not None:
-            check_subject(subject, config_or_mode=True)
-        level = _parse_level(update.compatibility_level).value if update.compatibility_level is not None else None
+        level = self._config_target(subject, update)
 
         def plan() -> tuple[list[tuple[Key, Value | None]], ConfigValue]:
-            old = self._cache.config(subject) or ConfigValue(None, subject)
-
-            def pick(name: str, new: object, current: object) -> object:
-                if name in update.clear:
-                    return None
-                return new if new is not None else current
-
-            value = replace(
-                old, subject=subject,
-                compatibility_level=level if level is not None else old.compatibility_level,
-                normalize=pick("normalize", update.normalize, old.normalize),
-                compatibility_group=pick("compatibilityGroup", update.compatibility_group,
-                                         old.compatibility_group),
-                default_metadata=pick("defaultMetadata", update.default_metadata, old.default_metadata),
-                override_metadata=pick("overrideMetadata", update.override_metadata, old.override_metadata),
-                default_rule_set=pick("defaultRuleSet", update.default_rule_set, old.default_rule_set),
-                override_rule_set=pick("overrideRuleSet", update.override_rule_set, old.override_rule_set))
+            value = _merged_config(self._cache.config(subject) or ConfigValue(None, subject), subject, update, level)
             return [(ConfigKey(subject), value)], value
+
+        return self._writer.write(plan)
+
+    def _config_target(self, subject: str | None, update: ConfigUpdate) -> str | None:
+        """Check a config write's subject and level; the level's stored name (None: unchanged)."""
+        if subject is not None:
+            check_subject(subject, config_or_mode=True)
+        return _parse_level(update.compatibility_level).value if update.compatibility_level is not None else None
+
+    def import_settings(self, entries: list[SettingChange | errors.RegistryError]
+                        ) -> list[ConfigValue | Mode | errors.RegistryError]:
+        """Config and mode writes appended together (one SQLite transaction, one produce),
+        for `schema-registry import`, where one `PUT` each would take a round of the
+        write protocol each. Each entry is taken as `set_config` or `set_mode` (without
+        force) takes it and succeeds or fails alone; they apply in order, a config
+        merging into the one an earlier entry set. The result list holds, in the
+        entries' order, the config or mode set or the error refusing it. Raises only the
+        writer's errors, and then nothing of the batch was written."""
+        prepared: list[tuple[SettingChange, str | None] | errors.RegistryError] = []
+        for entry in entries:
+            try:
+                if isinstance(entry, errors.RegistryError):
+                    raise entry
+                if isinstance(entry.change, ConfigUpdate):
+                    prepared.append((entry, self._config_target(entry.subject, entry.change)))
+                else:
+                    if entry.subject is not None:
+                        check_subject(entry.subject)
+                    prepared.append((entry, _parse_mode(entry.change).value))
+            except errors.RegistryError as exc:
+                prepared.append(exc)
+
+        def plan() -> tuple[list[tuple[Key, Value | None]], list[ConfigValue | Mode | errors.RegistryError]]:
+            records: list[tuple[Key, Value | None]] = []
+            results: list[ConfigValue | Mode | errors.RegistryError] = []
+            configs: dict[str | None, ConfigValue] = {}  # set by earlier entries
+            for item in prepared:
+                if isinstance(item, errors.RegistryError):
+                    results.append(item)
+                    continue
+                entry, name = item
+                subject = entry.subject
+                if isinstance(entry.change, ConfigUpdate):
+                    old = configs.get(subject) or self._cache.config(subject) or ConfigValue(None, subject)
+                    value = configs[subject] = _merged_config(old, subject, entry.change, name)
+                    records.append((ConfigKey(subject), value))
+                    results.append(value)
+                    continue
+                mode = Mode(name)
+                try:
+                    self._check_import_mode_allowed(subject, mode, force=False)
+                except errors.RegistryError as exc:
+                    results.append(exc)
+                    continue
+                records.append((ModeKey(subject), ModeValue(mode.value, subject)))
+                results.append(mode)
+            return records, results
 
         return self._writer.write(plan)
 
@@ -250,7 +298,13 @@ class RegistryService:
         if subject is not None:
             check_subject(subject)
         parsed = _parse_mode(mode)
-        if parsed is Mode.IMPORT and not force:
+        self._check_import_mode_allowed(subject, parsed, force)
+        self._write_records([(ModeKey(subject), ModeValue(parsed.value, subject))])
+        return parsed
+
+    def _check_import_mode_allowed(self, subject: str | None, mode: Mode, force: bool) -> None:
+        """Raise OperationNotPermitted for IMPORT, unforced, where schemas exist already."""
+        if mode is Mode.IMPORT and not force:
             has_schemas = (bool(self._visible_versions(subject, deleted=True)) if subject is not None
                            else bool(self._cache.subjects()))
             if has_schemas:
@@ -258,8 +312,6 @@ class RegistryService:
                 raise errors.OperationNotPermitted(
                     f"Cannot import since found existing subjects in {where}; "
                     "use force=true to switch to IMPORT anyway")
-        self._write_records([(ModeKey(subject), ModeValue(parsed.value, subject))])
-        return parsed
 
     def delete_mode(self, subject: str | None) -> Mode:
         if subject is None:
@@ -1027,6 +1079,26 @@ def parse_version(version: str) -> int:
     raise errors.InvalidVersion(
         f"The specified version '{version}' is not a valid version id. Allowed values are between "
         "[1, 2^31-1] and the string \"latest\"")
+
+
+def _merged_config(old: ConfigValue, subject: str | None, update: ConfigUpdate, level: str | None) -> ConfigValue:
+    """`old` with `update` merged in, as Confluent's ConfigValue.update does: absent
+    fields keep their value, cleared ones become None."""
+
+    def pick(name: str, new: object, current: object) -> object:
+        if name in update.clear:
+            return None
+        return new if new is not None else current
+
+    return replace(
+        old, subject=subject,
+        compatibility_level=level if level is not None else old.compatibility_level,
+        normalize=pick("normalize", update.normalize, old.normalize),
+        compatibility_group=pick("compatibilityGroup", update.compatibility_group, old.compatibility_group),
+        default_metadata=pick("defaultMetadata", update.default_metadata, old.default_metadata),
+        override_metadata=pick("overrideMetadata", update.override_metadata, old.override_metadata),
+        default_rule_set=pick("defaultRuleSet", update.default_rule_set, old.default_rule_set),
+        override_rule_set=pick("overrideRuleSet", update.override_rule_set, old.override_rule_set))
 
 
 def _text(parsed: ParsedSchema, normalize: bool) -> str:

@@ -12,9 +12,10 @@ An export is a directory (or a .tar.gz/.tgz/.zip of one) holding
 An import switches the target to IMPORT mode and registers each version with its id
 and version number, a schema only after the versions it references (in waves, each
 wave's requests concurrent). Into a registry of ours, 500 versions go in one
-`POST /import/schemas` (one request, one append); where that route does not exist
-(Confluent, Karapace), or a batch is refused whole, each version has its own
-`POST /subjects/{s}/versions`. It is resumable: versions the target already holds with
+`POST /import/schemas` (one request, one append), and 500 settings in one `POST
+/import/settings`; where those routes do not exist (Confluent, Karapace), or a batch
+is refused whole, each version has its own `POST /subjects/{s}/versions` and each
+setting its own `PUT`. It is resumable: versions the target already holds with
 the same id are skipped, so running it again after an interruption finishes the job.
 The target is left in IMPORT mode when something failed (so the re-run can go on) and
 restored to its previous mode otherwise.
@@ -52,7 +53,8 @@ FORMAT_VERSION = 1
 PAGE = 10_000
 # Submitted ahead of the workers, so that a wave of 100,000 does not hold 100,000 futures.
 _BATCH = 2_000
-# Schemas per `POST /import/schemas` (ours): ~300 KB bodies, within the body limit.
+# Schemas per `POST /import/schemas` (ours): ~300 KB bodies, within the body limit; also
+# settings per `POST /import/settings`.
 _BULK = 500
 _NO_SUCH_ROUTE = (404, 405)
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -314,9 +316,9 @@ def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: l
                 progress: Progress | None = None) -> ImportSummary:
     """Import `schemas` and `settings` into `transport`'s registry, ids and versions kept.
 
-    Blocks on one request per 500 versions to import (one per version where the target
-    has no bulk import) and per version to soft-delete and per setting, `workers` at a
-    time, plus a page of the target's schemas per 10,000. A version the registry
+    Blocks on one request per 500 versions to import and per 500 settings (one per
+    version or setting where the target has no bulk import) and per version to
+    soft-delete, `workers` at a time, plus a page of the target's schemas per 10,000. A version the registry
     refuses is recorded in the summary's `failed` and the rest go on. Raises
     MigrationError if the target will not switch to IMPORT mode.
     """
@@ -403,14 +405,7 @@ def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: l
                     part = [body for rest in pool.map(register_many, chunks) for body in rest]
                 list(pool.map(register, part))
         list(pool.map(soft_delete, to_delete))
-        # Modes last: a READONLY subject would refuse its own versions.
-        for kind in ("config", "mode"):
-            for item in pool.map(lambda s, kind=kind: _apply_setting(transport, s, kind),
-                                 [s for s in settings if s.get(kind) is not None]):
-                if item is None:
-                    summary.settings += 1
-                else:
-                    summary.failed.append(item)
+        _import_settings(transport, settings, summary, pool, lock)
     if previous_mode is not None and not keep_import_mode and not summary.failed:
         transport.request("PUT", "/mode", body={"mode": previous_mode})
         summary.mode_restored = previous_mode
@@ -433,21 +428,70 @@ def _enter_import_mode(transport: Transport, force: bool) -> str | None:
     return current
 
 
-def _apply_setting(transport: Transport, setting: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    """PUT one exported config or mode; None when done, else the failure."""
-    subject = setting.get("subject")
-    path = f"/{kind}" + ("" if subject is None else f"/{q(subject)}")
+def _import_settings(transport: Transport, settings: list[dict[str, Any]], summary: ImportSummary,
+                     pool: ThreadPoolExecutor, lock: threading.Lock) -> None:
+    """Apply the exported configs, then the modes (a READONLY subject would refuse its
+    own versions), recording each in `summary`: `_BULK` a `POST /import/settings` where
+    the target has it (ours; one append each), else, or for a batch refused whole, one
+    `PUT` per setting, `pool`'s workers at a time."""
+    bulk = [True]  # the target serves POST /import/settings, as far as we know
+
+    def apply_many(chunk: list[tuple[dict[str, Any], str]]) -> list[tuple[dict[str, Any], str]]:
+        """Apply `chunk` in one request; the settings still to apply one by one."""
+        if not bulk[0]:
+            return chunk
+        try:
+            answer = transport.request("POST", "/import/settings", body={"settings": [
+                {"subject": setting.get("subject"), kind: _setting_body(setting, kind)} for setting, kind in chunk]})
+        except SchemaRegistryError as exc:
+            if exc.http_status_code in _NO_SUCH_ROUTE:
+                bulk[0] = False
+            return chunk
+        results = answer.get("results") if isinstance(answer, dict) else None
+        if not isinstance(results, list) or len(results) != len(chunk):
+            return chunk
+        with lock:
+            for (setting, kind), result in zip(chunk, results):
+                if "error_code" in result:
+                    summary.failed.append({"subject": setting.get("subject"), "error_code": result.get("error_code"),
+                                           "message": f"{kind}: {result.get('message', '')}"})
+                else:
+                    summary.settings += 1
+        return []
+
+    def apply_one(item: tuple[dict[str, Any], str]) -> None:
+        setting, kind = item
+        subject = setting.get("subject")
+        try:
+            transport.request("PUT", f"/{kind}" + ("" if subject is None else f"/{q(subject)}"),
+                              body=_setting_body(setting, kind))
+        except SchemaRegistryError as exc:
+            with lock:
+                summary.failed.append({"subject": subject, "error_code": exc.error_code,
+                                       "message": f"{kind}: {exc.error_message}"})
+            return
+        with lock:
+            summary.settings += 1
+
+    for kind in ("config", "mode"):
+        todo = []
+        for setting in settings:
+            if setting.get(kind) is None:
+                continue
+            if kind == "mode" and setting.get("subject") is None:
+                summary.settings += 1  # the global mode is the target's own: it is restored, not copied
+                continue
+            todo.append((setting, kind))
+        chunks = [todo[i:i + _BULK] for i in range(0, len(todo), _BULK)]
+        rest = [item for left in pool.map(apply_many, chunks) for item in left]
+        list(pool.map(apply_one, rest))
+
+
+def _setting_body(setting: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The `PUT /config` or `PUT /mode` body of one exported setting."""
     if kind == "mode":
-        body: dict[str, Any] = {"mode": setting["mode"]}
-        if subject is None:
-            return None  # the global mode is the target's own: it is restored, not copied
-    else:
-        body = {k: v for k, v in setting["config"].items() if v is not None}
-    try:
-        transport.request("PUT", path, body=body)
-    except SchemaRegistryError as exc:
-        return {"subject": subject, "error_code": exc.error_code, "message": f"{kind}: {exc.error_message}"}
-    return None
+        return {"mode": setting["mode"]}
+    return {k: v for k, v in setting["config"].items() if v is not None}
 
 
 def _print_import(out: Output, summary: ImportSummary, target: str) -> int:

@@ -168,6 +168,9 @@ DOCS: dict[tuple[str, str], Doc] = {
     ("imports.import_schemas", "POST"): Doc(
         "Ours: many IMPORT registrations in one request and one append; each entry answers alone",
         "Subjects", _ref("ImportAnswer"), body="ImportRequest"),
+    ("imports.import_settings", "POST"): Doc(
+        "Ours: many config and mode writes in one request and one append; each entry answers alone",
+        "Config", _ref("ImportAnswer"), body="ImportSettingsRequest"),
     ("config.put_config", "PUT"): Doc(
         "Set the compatibility level (global, or a subject's)", "Config", _ref("ConfigUpdate"),
         body="ConfigUpdate"),
@@ -224,6 +227,11 @@ COMPONENTS: dict[str, Any] = {
                 "subject": {"type": "string"}, "schema": {"type": "string"}, "schemaType": _SCHEMA_TYPE,
                 "references": _array(_ref("SchemaReference")), "id": {"type": "integer"},
                 "version": {"type": "integer"}, "metadata": {"type": "object"}, "ruleSet": {"type": "object"}}}}}},
+    "ImportSettingsRequest": {"type": "object", "required": ["settings"], "properties": {
+        "settings": {"type": "array", "maxItems": 10_000, "items": {
+            "type": "object", "description": "a config (a PUT /config body) or a mode for a subject (null: global)",
+            "properties": {"subject": {"type": "string", "nullable": True}, "config": _ref("ConfigUpdate"),
+                           "mode": {"type": "string"}}}}}},
     "ImportAnswer": {"type": "object", "required": ["results"], "properties": {
         "results": _array({"type": "object", "description": "subject, version and id; or error_code and message"})}},
     "RegisterAnswer": {"type": "object", "required": ["id"], "properties": {

@@ -68,3 +68,46 @@ def test_malformed_batches_get_confluent_error_bodies(fresh_registry):
         assert answer.status_code == status, (body[:40], answer.text)
         assert set(answer.json()) == {"error_code", "message"}, answer.text
     assert server.get("/subjects").json() == []
+
+
+def test_settings_land_in_one_request_in_order_and_each_entry_answers_alone(fresh_registry):
+    server = fresh_registry
+    assert server.post("/subjects/has-value/versions", {"schema": avro("Has")}).status_code == 200
+    answer = server.post("/import/settings", {"settings": [
+        {"subject": "orders-value", "config": {"compatibility": "FULL", "normalize": True}},
+        {"subject": "orders-value", "config": {"compatibility": "NONE"}},  # merges into the one before
+        {"subject": None, "config": {"compatibilityLevel": "FORWARD"}},
+        {"subject": "orders-value", "mode": "READONLY"},
+        {"subject": "bad-value", "config": {"compatibility": "SIDEWAYS"}},
+        {"subject": "bad-value", "mode": "SIDEWAYS"},
+        {"subject": "has-value", "mode": "IMPORT"},  # as PUT without force: it has schemas
+        {"subject": "both-value", "config": {}, "mode": "READONLY"},
+        {"subject": 7, "mode": "READONLY"},
+        "not an object",
+    ]})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert len(results) == 10, "one result per entry, in order"
+    assert results[0]["config"]["compatibility"] == "FULL"
+    assert results[1] == {"subject": "orders-value", "config": {"compatibility": "NONE", "normalize": True}}, \
+        "a later config merges into an earlier one of the same request"
+    assert results[2]["subject"] is None and results[2]["config"]["compatibility"] == "FORWARD"
+    assert results[3] == {"subject": "orders-value", "mode": "READONLY"}
+    assert [results[i]["error_code"] for i in range(4, 10)] == [42203, 42204, 42205, 422, 422, 422]
+    # What landed is what single PUTs would have left.
+    assert server.get("/config/orders-value").json() == {"compatibilityLevel": "NONE", "normalize": True}
+    assert server.get("/config").json()["compatibilityLevel"] == "FORWARD"
+    assert server.get("/mode/orders-value").json() == {"mode": "READONLY"}
+    assert server.get("/mode/has-value").status_code == 404, "a refused entry writes nothing"
+    assert server.get("/config/bad-value").status_code == 404
+
+
+def test_malformed_settings_batches_get_confluent_error_bodies(fresh_registry):
+    server = fresh_registry
+    headers = {"Content-Type": CONTENT_TYPE}
+    for body, status in ((b"{", 400), (b"[]", 422), (b'{"settings": 3}', 422), (b'{"schemas": []}', 422),
+                         (json.dumps({"settings": [{}] * 10_001}).encode(), 422)):
+        answer = requests.post(f"{server.url}/import/settings", data=body, headers=headers, timeout=30)
+        assert answer.status_code == status, (body[:40], answer.text)
+        assert set(answer.json()) == {"error_code", "message"}, answer.text
+    assert server.get("/config").json()["compatibilityLevel"] == "BACKWARD", "nothing written"

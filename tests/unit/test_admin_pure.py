@@ -116,6 +116,7 @@ class ScriptedTarget:
         self.bulk, self.refuse_batch = bulk, refuse_batch
         self.calls: list[tuple[str, str]] = []
         self.mode = "READWRITE"
+        self.settings_sent: list[tuple[str | None, str]] = []  # (subject, "config" or "mode")
 
     def request(self, method: str, path: str, *, query=None, body=None):
         from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -138,6 +139,21 @@ class ScriptedTarget:
             if body["id"] == 2:
                 raise SchemaRegistryError(422, 42205, "taken")
             return {"id": body["id"]}
+        if path == "/import/settings":
+            if not self.bulk:
+                raise SchemaRegistryError(404, 404, "HTTP 404 Not Found")
+            if self.refuse_batch:
+                raise SchemaRegistryError(422, 422, "no")
+            self.settings_sent += [(entry["subject"], next(k for k in entry if k != "subject"))
+                                   for entry in body["settings"]]
+            return {"results": [{"error_code": 42203, "message": "bad level"} if entry["subject"] == "b" else
+                                {"subject": entry["subject"]} for entry in body["settings"]]}
+        if method == "PUT" and path.startswith(("/config", "/mode/")):
+            subject = path.split("/", 2)[2] if path.count("/") > 1 else None
+            self.settings_sent.append((subject, path.split("/")[1]))
+            if subject == "b":
+                raise SchemaRegistryError(422, 42203, "bad level")
+            return {}
         raise AssertionError(f"unexpected {method} {path}")
 
 
@@ -155,3 +171,24 @@ def test_import_uses_the_bulk_route_where_the_target_has_it(bulk, refuse_batch, 
     assert sum(1 for m, p in target.calls if m == "POST" and p.endswith("/versions")) == per_version_posts
     assert sum(1 for m, p in target.calls if p == "/import/schemas") == 1
     assert target.mode == "IMPORT", "a failure leaves the target in IMPORT mode, to resume"
+
+
+@pytest.mark.parametrize("bulk, refuse_batch, puts", [
+    (True, False, 0),    # ours: one POST /import/settings per kind
+    (False, False, 4),   # Confluent or Karapace: one PUT per setting (3 configs, 1 mode)
+    (True, True, 4),     # a batch refused whole: each setting on its own, to learn which fails
+])
+def test_settings_use_the_bulk_route_where_the_target_has_it_configs_before_modes(bulk, refuse_batch, puts):
+    from registry.admin.migration import import_into
+    target = ScriptedTarget(bulk, refuse_batch)
+    settings = [{"subject": None, "config": {"compatibilityLevel": "FULL", "normalize": None}, "mode": "READWRITE"},
+                {"subject": "a", "config": {"compatibilityLevel": "NONE"}, "mode": "READONLY"},
+                {"subject": "b", "config": {"compatibilityLevel": "NOPE"}}]
+    summary = import_into(target, [version("a", 1, 1)], settings, prefix="", force=False, keep_import_mode=False,
+                          workers=2)
+    assert summary.settings == 4, "3 configs and a's mode less b's refused config, plus the global mode kept"
+    assert [(f["subject"], f["error_code"]) for f in summary.failed] == [("b", 42203)], summary.failed
+    assert set(target.settings_sent[:3]) == {(None, "config"), ("a", "config"), ("b", "config")}
+    assert target.settings_sent[3:] == [("a", "mode")], "modes last, and never the global mode"
+    assert sum(1 for m, p in target.calls if m == "PUT" and p != "/mode") == puts
+    assert sum(1 for m, p in target.calls if p == "/import/settings") == (2 if bulk else 1)

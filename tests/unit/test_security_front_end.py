@@ -198,6 +198,19 @@ def test_a_bulk_import_needs_the_import_operation_on_the_whole_registry(secured:
         {"subject": "team-a.bulk", "version": 1, "id": 5100}], answer.body
 
 
+def test_bulk_settings_need_the_import_operation_on_the_whole_registry(secured: NodeClient):
+    # Its entries may name any subject, or the global config: only a global import rule admits it.
+    body = {"settings": [{"subject": "team-a.bulkcfg", "config": {"compatibility": "NONE"}}]}
+    assert secured.put("/config/team-a.bulkcfg", {"compatibility": "FULL"}, headers=basic("alice")).status == 200
+    assert_refused(secured.post("/import/settings", body, headers=basic("alice")), 403,
+                   "alice may configure her subjects but not import settings into the registry")
+    assert_refused(secured.post("/import/settings", body), 401, "no credentials")
+    assert secured.get("/config/team-a.bulkcfg", headers=basic("root")).json()["compatibilityLevel"] == "FULL", \
+        "nothing written"
+    answer = secured.post("/import/settings", body, headers=basic("root"))
+    assert answer.status == 200 and answer.json()["results"][0]["config"]["compatibility"] == "NONE", answer.body
+
+
 def test_rules_and_users_take_effect_when_their_files_change(files: dict[str, Path]):
     directory = files["dir"] / "reload"
     directory.mkdir()

@@ -85,6 +85,8 @@ ROUTE_POLICIES: Mapping[tuple[str, str], Policy] = {
     ("config.put_config", "PUT"): Policy(Operation.CONFIG, Target.SUBJECT),
     # ours: many IMPORT registrations of any subjects at once (schema-registry import)
     ("imports.import_schemas", "POST"): Policy(Operation.IMPORT, Target.GLOBAL),
+    # ours: many config and mode writes of any subjects at once (schema-registry import)
+    ("imports.import_settings", "POST"): Policy(Operation.IMPORT, Target.GLOBAL),
     ("config.delete_config", "DELETE"): Policy(Operation.CONFIG, Target.SUBJECT),
     ("config.get_mode", "GET"): _READ_SUBJECT,
     ("config.put_mode", "PUT"): Policy(Operation.MODE, Target.SUBJECT),
