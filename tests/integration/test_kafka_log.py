@@ -388,15 +388,27 @@ def test_a_bulk_import_lands_in_one_go_on_kafka_and_replays_alike(kafka_bootstra
                 "schema": avro_record(f"B{i}", "a")} for i in range(600)]
     entries.append({"subject": "bulk-x", "version": 1, "id": 1000, "schema": avro_record("Other", "a")})
     end_before = first.log.end_offset()
+    single, many = [], []
+    append, append_many = first.log.append, first.log.start_append_many
+    first.log.append = lambda *a, **k: (single.append(1), append(*a, **k))[1]
+    first.log.start_append_many = lambda records, *a: (many.append(len(records)), append_many(records, *a))[1]
     status, body = api.send("POST", "/import/schemas", {"schemas": entries})
     assert status == 200, body
     assert [r.get("id") for r in body["results"][:600]] == [1000 + i for i in range(600)]
     assert body["results"][600]["error_code"] == 42205, "id 1000 names another content"
     assert first.log.end_offset() - end_before == 600, "one record per imported version, the refused one none"
+    assert (single, many) == ([], [600]), "the 600 records go in one produce, not one round trip each"
+    settings = [{"subject": f"bulk-{i}", "config": {"compatibility": "NONE"}} for i in range(200)]
+    settings.append({"subject": "bulk-0", "mode": "READONLY"})
+    status, body = api.send("POST", "/import/settings", {"settings": settings})
+    assert status == 200 and all("error_code" not in r for r in body["results"]), body
+    assert (single, many) == ([], [600, 201]), "200 configs and a mode: one produce"
+    assert api.get("/config/bulk-199")[1]["compatibilityLevel"] == "NONE"
     first.close()
     nodes.append(second := start_node(kafka_bootstrap, fresh_topic))
     assert second.cache.fingerprint()[:-1] == first.cache.fingerprint()[:-1]
     assert Api(second).get("/subjects/bulk-199/versions")[1] == [1, 2, 3]
+    assert Api(second).get("/mode/bulk-0")[1] == {"mode": "READONLY"}
 
 
 def _adoption_records() -> list[tuple[bytes, bytes | None]]:
