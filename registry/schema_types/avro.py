@@ -35,7 +35,7 @@ from typing import Any, ClassVar, Final, Union
 import fastavro
 
 from registry.schema_types.base import InvalidSchema, ParsedSchema
-from registry.schema_types.json_text import MAX_DEPTH, load_json
+from registry.schema_types.json_text import MAX_DEPTH, load_json, shallow_for_certain
 
 JsonValue = Any
 """Whatever `json.loads` returns."""
@@ -1087,7 +1087,12 @@ class AvroType:
                 raise InvalidSchema(f"{what}: {error}") from None
         reference_names = frozenset(names)
         root = _Parser(names).parse(_load_json(text, "the schema"))
-        _check_nesting(root)
+        # Each level of the node tree is a distinct JSON container of the texts it came
+        # from (a named type used again adds its definition's containers, which are
+        # other brackets of the same text): without references, a text that is shallow
+        # for certain makes a shallow tree, and the walk can be skipped.
+        if references or not shallow_for_certain(text):
+            _check_nesting(root)
         return AvroSchema(root, reference_names)
 
 

@@ -75,6 +75,14 @@ def load_json(text: str, what: str) -> JsonValue:
     return document
 
 
+def shallow_for_certain(text: str | None) -> bool:
+    """True when `text` cannot decode to anything nested MAX_DEPTH levels deep: it holds
+    at most MAX_DEPTH opening brackets, so no path through it has more containers
+    (brackets inside strings only make the count larger). Counted in C, where walking
+    the decoded document costs a Python step per container: most schemas pass here."""
+    return text is not None and text.count("{") + text.count("[") <= MAX_DEPTH
+
+
 def check_document(document: JsonValue, what: str, text: str | None = None) -> None:
     """Raise InvalidSchema if `document` nests deeper than MAX_DEPTH or holds a string
     (value or key) that is not valid Unicode text. Iterative: no recursion limit.
@@ -84,6 +92,8 @@ def check_document(document: JsonValue, what: str, text: str | None = None) -> N
     containers only).
     """
     strings = text is None or not text.isascii() or _SURROGATE_ESCAPE.search(text) is not None
+    if not strings and shallow_for_certain(text):
+        return
     stack: list[tuple[JsonValue, int]] = [(document, 0)]
     while stack:
         value, depth = stack.pop()

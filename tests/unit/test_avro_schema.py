@@ -460,3 +460,52 @@ def test_fastavro_schema_writes_float_defaults_as_floats() -> None:
     parsed = parse(rec_with({"type": "double"}, default=1))
     assert parsed.fastavro_schema()["fields"][0]["default"] == 1.0
 
+
+
+def _reusing(k: int, m: int = 0, j: int | None = None) -> str:
+    """A record with two fields: the first defines record A under k arrays (A's own
+    field under m arrays), the second uses A by name under j arrays (k by default). A
+    named type used again adds its depth where it is used."""
+    def arrays(n: int, inside: str) -> str:
+        return '{"type":"array","items":' * n + inside + "}" * n
+
+    a = '{"type":"record","name":"A","fields":[{"name":"a","type":' + arrays(m, '"string"') + "}]}"
+    return ('{"type":"record","name":"R","fields":[{"name":"f1","type":' + arrays(k, a)
+            + '},{"name":"f2","type":' + arrays(k if j is None else j, '"A"') + "}]}")
+
+
+@pytest.mark.parametrize("text", [_nested for n in range(124, 131)
+                                  for _nested in ['{"type":"array","items":' * n + '"int"' + "}" * n]]
+                         + [_reusing(k) for k in (30, 60, 61, 62, 63, 64, 65, 66)]
+                         + [_reusing(40, 40), _reusing(20, 100), _reusing(0, 64, 64), _reusing(0, 60, 60)])
+def test_the_shallow_text_shortcut_never_changes_a_nesting_verdict(text: str) -> None:
+    # Parsing skips the depth walks for a text with at most MAX_DEPTH brackets; the
+    # verdict must be the one the walks give (here run regardless of the text).
+    from registry.schema_types import avro
+    from registry.schema_types.json_text import check_document
+
+    def walked() -> bool:
+        try:
+            document = json.loads(text)
+            check_document(document, "the schema")  # no text: the document is walked
+            avro._check_nesting(avro._Parser({}).parse(document))
+        except InvalidSchema:
+            return False
+        return True
+
+    def parsed() -> bool:
+        try:
+            AVRO.parse(text, {})
+        except InvalidSchema:
+            return False
+        return True
+
+    assert parsed() == walked(), f"{text.count('{') + text.count('[')} brackets"
+
+
+def test_a_named_type_used_again_deeper_still_counts_past_the_limit() -> None:
+    # A holds 64 levels; used again under 64 arrays it nests 131 deep, though no JSON
+    # path of the text is deeper than 70.
+    AVRO.parse(_reusing(0, 60, 60), {})
+    with pytest.raises(InvalidSchema, match="more than 128 levels"):
+        AVRO.parse(_reusing(0, 64, 64), {})
