@@ -373,17 +373,9 @@ def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: l
     def register_many(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Import `chunk` in one request; the versions still to register one by one
         (all of them when the target has no bulk import or refused the batch whole)."""
-        if not bulk[0]:
-            return chunk
-        try:
-            answer = transport.request("POST", "/import/schemas", body={
-                "schemas": [dict(_register_body(body), subject=body["subject"]) for body in chunk]})
-        except SchemaRegistryError as exc:
-            if exc.http_status_code in _NO_SUCH_ROUTE:
-                bulk[0] = False
-            return chunk
-        results = answer.get("results") if isinstance(answer, dict) else None
-        if not isinstance(results, list) or len(results) != len(chunk):
+        results = _post_bulk(transport, "/import/schemas", "schemas", bulk, lambda: [
+            dict(_register_body(body), subject=body["subject"]) for body in chunk])
+        if results is None:
             return chunk
         with lock:
             for body, result in zip(chunk, results):
@@ -413,6 +405,27 @@ def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: l
     return summary
 
 
+def _post_bulk(transport: Transport, path: str, name: str, bulk: list[bool],
+               entries: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]] | None:
+    """POST `entries()` under `name` to one of our bulk routes; the per-entry results,
+    or None where the entries must go one request each: the route does not exist (a
+    404 or 405 clears `bulk`, so later calls do not try again), the batch was refused
+    whole, or the answer is not one result per entry."""
+    if not bulk[0]:
+        return None
+    sent = entries()
+    try:
+        answer = transport.request("POST", path, body={name: sent})
+    except SchemaRegistryError as exc:
+        if exc.http_status_code in _NO_SUCH_ROUTE:
+            bulk[0] = False
+        return None
+    results = answer.get("results") if isinstance(answer, dict) else None
+    if not isinstance(results, list) or len(results) != len(sent):
+        return None
+    return results
+
+
 def _enter_import_mode(transport: Transport, force: bool) -> str | None:
     """Switch the target to IMPORT; the mode it had (None if it was in IMPORT already)."""
     current = transport.request("GET", "/mode").get("mode")
@@ -438,17 +451,9 @@ def _import_settings(transport: Transport, settings: list[dict[str, Any]], summa
 
     def apply_many(chunk: list[tuple[dict[str, Any], str]]) -> list[tuple[dict[str, Any], str]]:
         """Apply `chunk` in one request; the settings still to apply one by one."""
-        if not bulk[0]:
-            return chunk
-        try:
-            answer = transport.request("POST", "/import/settings", body={"settings": [
-                {"subject": setting.get("subject"), kind: _setting_body(setting, kind)} for setting, kind in chunk]})
-        except SchemaRegistryError as exc:
-            if exc.http_status_code in _NO_SUCH_ROUTE:
-                bulk[0] = False
-            return chunk
-        results = answer.get("results") if isinstance(answer, dict) else None
-        if not isinstance(results, list) or len(results) != len(chunk):
+        results = _post_bulk(transport, "/import/settings", "settings", bulk, lambda: [
+            {"subject": setting.get("subject"), kind: _setting_body(setting, kind)} for setting, kind in chunk])
+        if results is None:
             return chunk
         with lock:
             for (setting, kind), result in zip(chunk, results):
