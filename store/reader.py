@@ -19,7 +19,7 @@ import time
 
 from store.cache import Cache
 from store.log import Log, LogBatch, LogUnavailable
-from store.records import RecordFormatError, decode_key, decode_value
+from store.records import RecordFormatError, decode_key, decode_schema_record, decode_value
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,8 @@ class LogReader:
         start = self._next_offset
         # Replaying a topic runs this loop once per record: names are bound locally and
         # the record unpacked, not looked up attribute by attribute.
-        apply, misplaced_latest = self._cache.apply, self.misplaced_latest
+        apply, apply_schema = self._cache.apply, self._cache.apply_schema
+        misplaced_latest = self.misplaced_latest
         for offset, raw_key, raw_value, expected in batch.records:
             if offset < start:
                 continue  # a waiting writer applied it while we were reading
@@ -135,13 +136,20 @@ class LogReader:
             if misplaced_latest:
                 misplaced_latest.pop(raw_key, None)
             try:
-                key = decode_key(raw_key)
-                value = decode_value(key, raw_value)
+                # SCHEMA records (nearly all) decode only as far as the cache needs.
+                schema_record = decode_schema_record(raw_key, raw_value)
+                if schema_record is None:
+                    key = decode_key(raw_key)
+                    value = decode_value(key, raw_value)
             except RecordFormatError as exc:
                 self.skipped += 1
                 log.warning("skipping record at offset %d: %s", offset, exc)
                 continue
-            apply(key, raw_key, value)
+            if schema_record is not None:
+                subject, version, schema_value = schema_record
+                apply_schema(subject, version, raw_key, schema_value)
+            else:
+                apply(key, raw_key, value)
         if applied >= _FREEZE_AFTER:
             # Catching up creates the cache's objects by the hundred thousand, and
             # every full collection would traverse all of them again (a third of a
