@@ -42,6 +42,7 @@ from registry.http.listener import Listeners
 from registry.http.security.guard import check_files
 from registry.http.security.tls import server_context
 from registry.node import build_node
+from registry.schema_types import SCHEMA_TYPES
 from registry.settings import ConfigError, Listener, Settings
 from registry.zookeeper_options import kazoo_options
 from store.log import LogUnavailable
@@ -225,6 +226,9 @@ def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
         while not node.writer.wait_ready(60):
             log.info("waiting for a leader to be elected")
         log.info("ready: a leader is known, serving writes")
+        # Imported on first use so that start-up does not wait for them (see
+        # registry.schema_types); now, so that the first JSON or Protobuf request does not.
+        SCHEMA_TYPES.load_all()
 
     threading.Thread(target=report_ready, name="readiness", daemon=True).start()
     try:

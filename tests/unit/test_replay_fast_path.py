@@ -221,3 +221,4 @@ def test_a_schema_value_in_the_fast_path_keeps_its_references():
     raw_value = encode_value(SchemaValue("r", 1, 6, "z", references=(ref,)))
     subject, version, value = decode_schema_record(raw_key, raw_value)
     assert isinstance(value, SchemaValue) and value.references == (ref,), "references are decoded in full"
+
