@@ -128,6 +128,13 @@ class Cache:
         self._ids: dict[str, dict[int, _IdEntry]] = {DEFAULT_CONTEXT: {}}
         self._schemas = self._ids[DEFAULT_CONTEXT]  # the default context, the hot path
         self._id_by_content: dict[ContentKey, int] = {}
+        # Like the guid index, the content index is caught up when asked (`id_by_content`)
+        # with the versions applied since, in order (the first id applied for a content
+        # wins): replay hashes no schema text. The default context's entries bare (no
+        # tuple to build), the others' with their context.
+        self._content_pending: deque[_VersionEntry] = deque()
+        self._content_pending_contexts: deque[tuple[str, _VersionEntry]] = deque()
+        self._content_lock = threading.Lock()
         # The guid index is built when a guid is first asked for and caught up with the
         # ids applied since on each later ask (`_md5_pending`), so that replaying a topic
         # computes no hash. Appending to a list is atomic, so `apply` needs no lock.
@@ -243,13 +250,11 @@ class Cache:
     def _put_version(self, subject: str, version: int, value: SchemaValue | PlainSchemaValue) -> None:
         context = DEFAULT_CONTEXT if subject[:2] != ":." else context_of(subject)
         schema_id = value.id
-        content: ContentKey = (context, value.schema_type, value.schema, value.references, value.metadata,
-                               value.rule_set)
         ids = self._ids.get(context)
         if ids is None:
             ids = self._ids[context] = {}
         existing = ids.get(schema_id)
-        if existing is not None and _entry_content(context, existing) != content:
+        if existing is not None and _entry_content(context, existing) != _entry_content(context, value):
             # Never let an id mean two schemas: the first content applied wins everywhere.
             self.conflicts += 1
             log.error("record for %s v%d gives id %d other content; ignored", subject, version, schema_id)
@@ -272,7 +277,10 @@ class Cache:
                 self._md5_pending.append(schema_id)
             else:
                 self._md5_pending_contexts.append((context, schema_id))
-        self._id_by_content.setdefault(content, schema_id)
+        if context == DEFAULT_CONTEXT:
+            self._content_pending.append(value)
+        else:
+            self._content_pending_contexts.append((context, value))
         users_here = self._users if context == DEFAULT_CONTEXT else self._users_by_context.setdefault(context, {})
         users = users_here.get(schema_id)
         if users is None:
@@ -400,7 +408,26 @@ class Cache:
         return None if ids is None else self._stored_schema(ids, schema_id, context)
 
     def id_by_content(self, content: ContentKey) -> int | None:
-        return self._id_by_content.get(content)
+        """The first id applied for `content` (it may be gone since)."""
+        with self._content_lock:
+            self._index_contents_locked()
+            return self._id_by_content.get(content)
+
+    def index_contents(self) -> None:
+        """Bring the content index up to the versions applied so far. The reader calls it
+        when idle, so that what waits for the index stays small (and holds no value a
+        later record replaced); `id_by_content` does it when asked."""
+        with self._content_lock:
+            self._index_contents_locked()
+
+    def _index_contents_locked(self) -> None:
+        index, pending, pending_contexts = self._id_by_content, self._content_pending, self._content_pending_contexts
+        while pending:
+            entry = pending.popleft()
+            index.setdefault(_entry_content(DEFAULT_CONTEXT, entry), entry.id)
+        while pending_contexts:
+            context, entry = pending_contexts.popleft()
+            index.setdefault(_entry_content(context, entry), entry.id)
 
     def id_by_md5(self, context: str, md5: bytes) -> int | None:
         """The first id applied for this content hash in `context` (it may be gone since)."""

@@ -111,6 +111,9 @@ class LogReader:
                 continue
             with self._apply_lock:
                 self._apply_batch_locked(batch)
+            if not batch.records:
+                # Idle: index what replay left for later (it did not wait for it).
+                self._cache.index_contents()
 
     def _apply_batch_locked(self, batch: LogBatch) -> None:
         """Apply `batch` from where this node is; records before it were applied already."""

@@ -222,3 +222,26 @@ def test_a_schema_value_in_the_fast_path_keeps_its_references():
     subject, version, value = decode_schema_record(raw_key, raw_value)
     assert isinstance(value, SchemaValue) and value.references == (ref,), "references are decoded in full"
 
+
+
+def test_the_content_index_gives_the_first_id_applied_for_a_content():
+    # Replay leaves the content index for later; caught up later, it must still name
+    # the first id applied for each content, in every context, even one gone since.
+    records = [(encode_key(SchemaKey(subject, 1)), encode_value(SchemaValue(subject, 1, schema_id, text)))
+               for subject, schema_id, text in [("a", 5, "x"), ("b", 7, "x"), (":.c:a", 5, "x"),
+                                                (":.c:b", 3, "x"), ("d", 9, "y")]]
+    records.append((encode_key(SchemaKey("a", 1)), None))  # id 5 is gone from the default context
+    fast, _ = replayed(records)
+    slow = applied_eagerly(records)
+    for context, text in [(".", "x"), (".c", "x"), (".", "y"), (".", "z")]:
+        content = (context, "AVRO", text, (), None, None)
+        assert fast.id_by_content(content) == slow.id_by_content(content), f"{context} {text}: same id both ways"
+    assert fast.id_by_content((".", "AVRO", "x", (), None, None)) == 5, "the first id wins, though released"
+    assert fast.id_by_content((".c", "AVRO", "x", (), None, None)) == 5, "contexts are indexed apart"
+    later = Cache()
+    for raw_key, raw_value in records:
+        subject, version, value = decode_schema_record(raw_key, raw_value)
+        later.apply_schema(subject, version, raw_key, value)
+        later.index_contents()  # the reader indexes whenever it is idle: the same answers
+    assert later.id_by_content((".", "AVRO", "x", (), None, None)) == 5
+    assert later.id_by_content((".c", "AVRO", "x", (), None, None)) == 5
