@@ -374,7 +374,7 @@ class KafkaLog:
 
     def _batch(self, messages: list[Message], from_offset: int) -> LogBatch:
         records: list[LogRecord] = []
-        append = records.append
+        append, new_record = records.append, tuple.__new__
         position = from_offset
         for message in messages:
             error = message.error()
@@ -390,7 +390,9 @@ class KafkaLog:
                     for name, raw in headers:
                         if name == EXPECTED_OFFSET_HEADER:
                             expected = decode_expected_offset(raw)
-                append(LogRecord(offset, message.key() or b"", message.value(), expected))
+                # tuple.__new__: the named tuple's own __new__ is a Python function, and
+                # replaying a topic builds one record per message.
+                append(new_record(LogRecord, (offset, message.key() or b"", message.value(), expected)))
                 position = offset + 1
             elif error.code() == KafkaError._PARTITION_EOF:
                 # The fetcher reached the end (the last stable offset): everything below
