@@ -117,8 +117,30 @@ class LogReader:
 
     def _apply_batch_locked(self, batch: LogBatch) -> None:
         """Apply `batch` from where this node is; records before it were applied already."""
+        # Catching up creates the cache's objects by the hundred thousand; each batch of
+        # them would otherwise set off dozens of collections that find nothing (they
+        # form no cycles), a sixth of the apply time. Collection resumes after the batch.
+        pause_collector = len(batch.records) >= _FREEZE_AFTER and gc.isenabled()
+        if pause_collector:
+            gc.disable()
+        try:
+            applied = self._apply_records(batch, self._next_offset)
+        finally:
+            if pause_collector:
+                gc.enable()
+        if applied >= _FREEZE_AFTER:
+            # They live as long as the cache, and every full collection would traverse
+            # them all again (a third of a cold start): move them out of the cyclic
+            # collector's sight; refcounting still frees them when replaced.
+            gc.freeze()
+        if batch.next_offset > self._next_offset:
+            with self._applied:
+                self._next_offset = batch.next_offset
+                self._applied.notify_all()
+
+    def _apply_records(self, batch: LogBatch, start: int) -> int:
+        """Apply `batch`'s records from offset `start`; return how many it took in."""
         applied = 0
-        start = self._next_offset
         # Replaying a topic runs this loop once per record: names are bound locally and
         # the record unpacked, not looked up attribute by attribute.
         apply, apply_schema = self._cache.apply, self._cache.apply_schema
@@ -153,14 +175,4 @@ class LogReader:
                 apply_schema(subject, version, raw_key, schema_value)
             else:
                 apply(key, raw_key, value)
-        if applied >= _FREEZE_AFTER:
-            # Catching up creates the cache's objects by the hundred thousand, and
-            # every full collection would traverse all of them again (a third of a
-            # cold start). They form no cycles and live as long as the cache, so
-            # move them out of the cyclic collector's sight; refcounting still
-            # frees them when replaced.
-            gc.freeze()
-        if batch.next_offset > self._next_offset:
-            with self._applied:
-                self._next_offset = batch.next_offset
-                self._applied.notify_all()
+        return applied
