@@ -245,3 +245,33 @@ def test_the_content_index_gives_the_first_id_applied_for_a_content():
         later.index_contents()  # the reader indexes whenever it is idle: the same answers
     assert later.id_by_content((".", "AVRO", "x", (), None, None)) == 5
     assert later.id_by_content((".c", "AVRO", "x", (), None, None)) == 5
+
+
+def test_the_users_of_an_id_are_counted_whether_one_or_several():
+    # One user is held bare, several in a set: every transition answers as a set would.
+    cache = Cache()
+
+    def put(subject: str, version: int, schema_id: int) -> None:
+        cache.apply_schema(subject, version, encode_key(SchemaKey(subject, version)),
+                           PlainSchemaValue(schema_id, "x"))
+
+    def drop(subject: str, version: int) -> None:
+        cache.apply_schema(subject, version, encode_key(SchemaKey(subject, version)), None)
+
+    put("a", 1, 1)
+    put("a", 1, 1)  # the same record again: still one user
+    assert cache.users_of(1) == [("a", 1)], "a single user, once"
+    put("b", 1, 1)
+    put("c", 2, 1)
+    assert cache.users_of(1) == [("a", 1), ("b", 1), ("c", 2)], "several users, sorted"
+    drop("b", 1)
+    drop("a", 1)
+    assert cache.users_of(1) == [("c", 2)] and cache.schema_by_id(1) is not None, "the id lives while used"
+    drop("c", 2)
+    assert cache.users_of(1) == [] and cache.schema_by_id(1) is None, "the last user's delete frees the id"
+    put("d", 1, 2)
+    drop("e", 1)  # another version's tombstone leaves a single user alone
+    put("e", 1, 3)
+    put("e", 1, 2)  # e v1 moves from id 3 to id 2: id 3 loses its only user
+    assert cache.users_of(2) == [("d", 1), ("e", 1)] and cache.schema_by_id(3) is None, \
+        "a version that changes id is released from the old one"
