@@ -1,4 +1,4 @@
-"""`SCHEMA_TYPES` imports a type on first use: start-up waits for none but Avro's callers."""
+"""`SCHEMA_TYPES` imports each schema type on first use, not at start-up."""
 from __future__ import annotations
 
 import subprocess
