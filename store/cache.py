@@ -5,6 +5,15 @@ uses no clock, randomness or node-local state, so two nodes that applied the sam
 prefix hold the same cache. Only the reader thread calls `apply`; request threads
 read. Reads take `snapshot`-style copies (`list(...)`) of the maps they iterate, which
 CPython builds atomically, so a concurrent apply never breaks an iteration.
+
+Decoded no further than replay needs. A cold start applies every record once and
+reads few of them, so the maps by version and by id hold what the record decoded to
+(a `PlainSchemaValue` tuple for nearly all), and a read turns an entry into the
+SchemaValue or StoredSchema it stands for and puts that back in its place, so that
+it is built once and the same object answers every later read. Putting back is done
+under `_entries_lock`, and only if the entry is still the one read; every change the
+reader makes to those two maps takes the same lock, so a read never puts back a
+value the log has since replaced or deleted.
 """
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ import logging
 import threading
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import Union
 
 from store.contracts import Metadata, RuleSet, content_md5, guid_of
 from store.records import (
@@ -34,6 +44,7 @@ from store.records import (
     NoopKey,
     SchemaKey,
     SchemaReference,
+    PlainSchemaValue,
     SchemaValue,
     ClearSubjectKey,
     Value,
@@ -80,12 +91,17 @@ def content_key(context: str, schema_type: str, schema: str, references: tuple[S
     return (context, schema_type, schema, references, metadata, rule_set)
 
 
-def _stored_content(stored: StoredSchema) -> ContentKey:
-    return (stored.context, stored.schema_type, stored.schema, stored.references, stored.metadata,
-            stored.rule_set)
+# What the maps by version and by id hold: see the module docstring.
+_VersionEntry = Union[SchemaValue, PlainSchemaValue]
+_IdEntry = Union[StoredSchema, SchemaValue, PlainSchemaValue]
+_Users = Union[tuple[str, int], set[tuple[str, int]]]
 
 
-def _stored_md5(value: SchemaValue) -> bytes:
+def _entry_content(context: str, entry: _IdEntry) -> ContentKey:
+    return (context, entry.schema_type, entry.schema, entry.references, entry.metadata, entry.rule_set)
+
+
+def _stored_md5(value: SchemaValue | PlainSchemaValue) -> bytes:
     """The MD5 a record states (base64), or b"" when it states none or a malformed one."""
     if not value.md5:
         return b""
@@ -110,9 +126,16 @@ class Cache:
 
     def __init__(self) -> None:
         # Ids are numbered per context (Confluent's contexts): context -> id -> content.
-        self._ids: dict[str, dict[int, StoredSchema]] = {DEFAULT_CONTEXT: {}}
+        self._ids: dict[str, dict[int, _IdEntry]] = {DEFAULT_CONTEXT: {}}
         self._schemas = self._ids[DEFAULT_CONTEXT]  # the default context, the hot path
         self._id_by_content: dict[ContentKey, int] = {}
+        # Like the guid index, the content index is caught up when asked (`id_by_content`)
+        # with the versions applied since, in order (the first id applied for a content
+        # wins): replay hashes no schema text. The default context's entries bare (no
+        # tuple to build), the others' with their context.
+        self._content_pending: deque[_VersionEntry] = deque()
+        self._content_pending_contexts: deque[tuple[str, _VersionEntry]] = deque()
+        self._content_lock = threading.Lock()
         # The guid index is built when a guid is first asked for and caught up with the
         # ids applied since on each later ask (`_md5_pending`), so that replaying a topic
         # computes no hash. Appending to a list is atomic, so `apply` needs no lock.
@@ -122,10 +145,13 @@ class Cache:
         self._md5_pending: deque[int] = deque()
         self._md5_pending_contexts: deque[tuple[str, int]] = deque()
         self._md5_lock = threading.Lock()
-        self._versions: dict[str, dict[int, SchemaValue]] = {}
+        self._versions: dict[str, dict[int, _VersionEntry]] = {}
+        self._entries_lock = threading.Lock()  # see the module docstring
         # context -> id -> the (subject, version) pairs using it; the default context's
-        # map is also `_users`, so the common case builds no key tuple.
-        self._users_by_context: dict[str, dict[int, set[tuple[str, int]]]] = {DEFAULT_CONTEXT: {}}
+        # map is also `_users`, so the common case builds no key tuple. One pair is the
+        # rule (an id used by one version) and is held bare, several in a set: a set per
+        # id cost 200 bytes and a fifth of a microsecond each at replay.
+        self._users_by_context: dict[str, dict[int, _Users]] = {DEFAULT_CONTEXT: {}}
         self._users = self._users_by_context[DEFAULT_CONTEXT]
         # (qualified subject, version) -> (context, id) of the schemas referring to it
         self._referenced_by: dict[tuple[str, int], set[tuple[str, int]]] = {}
@@ -145,13 +171,8 @@ class Cache:
 
     def apply(self, key: Key, raw_key: bytes, value: Value | None) -> None:
         """Apply one decoded record. A None value is a tombstone for `key`."""
-        # Replaying a topic applies every record once: the SCHEMA case is kept short.
         if type(key) is SchemaKey:
-            self._remember_key_bytes(("SCHEMA", key.subject, key.version), raw_key, value is None)
-            if value is None:
-                self._drop_version(key.subject, key.version)
-            elif type(value) is SchemaValue:
-                self._put_version(key, value)
+            self.apply_schema(key.subject, key.version, raw_key, value)
             return
         self._remember_key_bytes(logical_key(key), raw_key, value is None)
         if isinstance(key, NoopKey):
@@ -169,10 +190,7 @@ class Cache:
             self._put_or_drop(self._associations, logical_key(key), value)
             return
         if isinstance(key, SchemaKey):
-            if value is None:
-                self._drop_version(key.subject, key.version)
-            elif isinstance(value, SchemaValue):
-                self._put_version(key, value)
+            self.apply_schema(key.subject, key.version, raw_key, value)
         elif isinstance(key, ConfigKey):
             self._put_or_drop(self._configs, key.subject, value)
         elif isinstance(key, ModeKey):
@@ -185,11 +203,26 @@ class Cache:
                 for number in list(self._versions.get(key.subject, {})):
                     self._drop_version(key.subject, number)
 
+    def apply_schema(self, subject: str, version: int, raw_key: bytes,
+                     value: Value | PlainSchemaValue | None) -> None:
+        """Apply one SCHEMA record, as `apply` does for a SchemaKey, its value as
+        `decode_schema_record` gives it (None: a tombstone). A value of another type
+        counts only as the key's bytes."""
+        # Replaying a topic runs this once per record: kept short.
+        self._remember_key_bytes(("SCHEMA", subject, version), raw_key, value is None)
+        if value is None:
+            self._drop_version(subject, version)
+        elif type(value) is PlainSchemaValue or type(value) is SchemaValue:
+            self._put_version(subject, version, value)
+
     def _soft_delete_up_to(self, subject: str, version: int) -> None:
         versions = self._versions.get(subject, {})
         for number, existing in list(versions.items()):
             if number <= version and not existing.deleted:
-                versions[number] = replace(existing, deleted=True)
+                deleted = (existing._replace(deleted=True) if type(existing) is PlainSchemaValue
+                           else replace(existing, deleted=True))
+                with self._entries_lock:
+                    versions[number] = deleted
 
     def _remember_key_bytes(self, identity: tuple[object, ...], raw_key: bytes, tombstone: bool) -> None:
         # One byte form per key is the rule, several the exception (magic 0 and 1, a
@@ -217,22 +250,19 @@ class Cache:
         else:
             target[subject] = value
 
-    def _put_version(self, key: SchemaKey, value: SchemaValue) -> None:
-        context = DEFAULT_CONTEXT if key.subject[:2] != ":." else context_of(key.subject)
-        content: ContentKey = (context, value.schema_type, value.schema, value.references, value.metadata,
-                               value.rule_set)
+    def _put_version(self, subject: str, version: int, value: SchemaValue | PlainSchemaValue) -> None:
+        context = DEFAULT_CONTEXT if subject[:2] != ":." else context_of(subject)
+        schema_id = value.id
         ids = self._ids.get(context)
         if ids is None:
             ids = self._ids[context] = {}
-        existing = ids.get(value.id)
-        if existing is not None and _stored_content(existing) != content:
+        existing = ids.get(schema_id)
+        if existing is not None and _entry_content(context, existing) != _entry_content(context, value):
             # Never let an id mean two schemas: the first content applied wins everywhere.
             self.conflicts += 1
-            log.error("record for %s v%d gives id %d other content; ignored",
-                      key.subject, key.version, value.id)
+            log.error("record for %s v%d gives id %d other content; ignored", subject, version, schema_id)
             return
-        subject, version, schema_id = key.subject, key.version, value.id
-        if value.subject != subject or value.version != version:
+        if type(value) is SchemaValue and (value.subject != subject or value.version != version):
             value = replace(value, subject=subject, version=version)  # rare: replace() is slow
         versions = self._versions.get(subject)
         if versions is None:
@@ -240,23 +270,32 @@ class Cache:
         else:
             previous = versions.get(version)
             if previous is not None and previous.id != schema_id:
-                self._release(previous)
+                self._release(subject, version, previous.id)
+        # acquire/release, not `with`: half the cost, once per record replayed.
+        self._entries_lock.acquire()
+        try:
+            if existing is None:
+                ids[schema_id] = value  # a StoredSchema once read (`_stored_schema`)
+            versions[version] = value
+        finally:
+            self._entries_lock.release()
         if existing is None:
-            ids[schema_id] = StoredSchema(schema_id, value.schema_type, value.schema, value.references,
-                                          value.metadata, value.rule_set,
-                                          _stored_md5(value) if value.md5 else b"", context)
             if context == DEFAULT_CONTEXT:
                 self._md5_pending.append(schema_id)
             else:
                 self._md5_pending_contexts.append((context, schema_id))
-        self._id_by_content.setdefault(content, schema_id)
-        versions[version] = value
+        if context == DEFAULT_CONTEXT:
+            self._content_pending.append(value)
+        else:
+            self._content_pending_contexts.append((context, value))
         users_here = self._users if context == DEFAULT_CONTEXT else self._users_by_context.setdefault(context, {})
         users = users_here.get(schema_id)
         if users is None:
-            users_here[schema_id] = {(subject, version)}
-        else:
+            users_here[schema_id] = (subject, version)
+        elif type(users) is set:
             users.add((subject, version))
+        elif users != (subject, version):
+            users_here[schema_id] = {users, (subject, version)}
         for ref in value.references:
             target = (qualify_reference(subject, ref.subject), ref.version)
             self._referenced_by.setdefault(target, set()).add((context, schema_id))
@@ -268,33 +307,66 @@ class Cache:
 
     def _drop_version(self, subject: str, version: int) -> None:
         versions = self._versions.get(subject)
-        previous = versions.pop(version, None) if versions is not None else None
-        if versions is not None and not versions:
+        if versions is None:
+            return
+        with self._entries_lock:
+            previous = versions.pop(version, None)
+        if not versions:
             del self._versions[subject]
         if previous is not None:
-            self._release(previous)
+            self._release(subject, version, previous.id)
 
-    def _release(self, value: SchemaValue) -> None:
-        context = context_of(value.subject)
+    def _release(self, subject: str, version: int, schema_id: int) -> None:
+        context = context_of(subject)
         users_here = self._users_by_context.get(context, {})
-        users = users_here.get(value.id)
+        users = users_here.get(schema_id)
         if users is None:
             return
-        users.discard((value.subject, value.version))
-        if users:
+        if type(users) is set:
+            users.discard((subject, version))
+            if users:
+                return
+        elif users != (subject, version):
             return
-        del users_here[value.id]
-        stored = self._ids.get(context, {}).pop(value.id, None)
+        del users_here[schema_id]
+        ids = self._ids.get(context)
+        with self._entries_lock:
+            stored = ids.pop(schema_id, None) if ids is not None else None
         if stored is not None:
             # `_id_by_content` and `_id_by_md5` keep the id: the same content registered
             # again gets it back (an id names one content forever).
             for ref in stored.references:
-                target = (qualify_reference(value.subject, ref.subject), ref.version)
+                target = (qualify_reference(subject, ref.subject), ref.version)
                 dependants = self._referenced_by.get(target)
                 if dependants is not None:
-                    dependants.discard((context, value.id))
+                    dependants.discard((context, schema_id))
                     if not dependants:
                         del self._referenced_by[target]
+
+    # ---- entries to values (see the module docstring) -----------------------------
+
+    def _stored_schema(self, ids: dict[int, _IdEntry], schema_id: int, context: str) -> StoredSchema | None:
+        """The StoredSchema for `ids`' entry of `schema_id`, put in its place; None if none."""
+        entry = ids.get(schema_id)
+        if entry is None or type(entry) is StoredSchema:
+            return entry
+        stored = StoredSchema(schema_id, entry.schema_type, entry.schema, entry.references, entry.metadata,
+                              entry.rule_set, _stored_md5(entry) if entry.md5 else b"", context)
+        with self._entries_lock:
+            if ids.get(schema_id) is entry:
+                ids[schema_id] = stored
+        return stored
+
+    def _schema_value(self, subject: str, versions: dict[int, _VersionEntry], number: int,
+                      entry: _VersionEntry) -> SchemaValue:
+        """The SchemaValue `entry` (read from `versions` at `number`) stands for, put in its place."""
+        if type(entry) is SchemaValue:
+            return entry
+        value = entry.value(subject, number)
+        with self._entries_lock:
+            if versions.get(number) is entry:
+                versions[number] = value
+        return value
 
     # ---- reads -------------------------------------------------------------
 
@@ -340,11 +412,34 @@ class Cache:
 
     def schema_by_id(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> StoredSchema | None:
         if context == DEFAULT_CONTEXT:
-            return self._schemas.get(schema_id)
-        return self._ids.get(context, {}).get(schema_id)
+            entry = self._schemas.get(schema_id)
+            if entry is None or type(entry) is StoredSchema:  # the hot path: an id read before
+                return entry
+            return self._stored_schema(self._schemas, schema_id, context)
+        ids = self._ids.get(context)
+        return None if ids is None else self._stored_schema(ids, schema_id, context)
 
     def id_by_content(self, content: ContentKey) -> int | None:
-        return self._id_by_content.get(content)
+        """The first id applied for `content` (it may be gone since)."""
+        with self._content_lock:
+            self._index_contents_locked()
+            return self._id_by_content.get(content)
+
+    def index_contents(self) -> None:
+        """Bring the content index up to the versions applied so far. The reader calls it
+        when idle, so that what waits for the index stays small (and holds no value a
+        later record replaced); `id_by_content` does it when asked."""
+        with self._content_lock:
+            self._index_contents_locked()
+
+    def _index_contents_locked(self) -> None:
+        index, pending, pending_contexts = self._id_by_content, self._content_pending, self._content_pending_contexts
+        while pending:
+            entry = pending.popleft()
+            index.setdefault(_entry_content(DEFAULT_CONTEXT, entry), entry.id)
+        while pending_contexts:
+            context, entry = pending_contexts.popleft()
+            index.setdefault(_entry_content(context, entry), entry.id)
 
     def id_by_md5(self, context: str, md5: bytes) -> int | None:
         """The first id applied for this content hash in `context` (it may be gone since)."""
@@ -356,7 +451,8 @@ class Cache:
             return self._id_by_md5.get((context, md5))
 
     def _index_md5(self, context: str, schema_id: int) -> None:
-        stored = self._ids.get(context, {}).get(schema_id)
+        ids = self._ids.get(context)
+        stored = None if ids is None else self._stored_schema(ids, schema_id, context)
         if stored is not None:
             self._id_by_md5.setdefault((context, stored.md5), schema_id)
 
@@ -395,14 +491,25 @@ class Cache:
 
     def versions(self, subject: str) -> list[SchemaValue]:
         """Every version of `subject` still in the log, soft-deleted ones included, in order."""
-        return sorted(list(self._versions.get(subject, {}).values()), key=lambda v: v.version)
+        versions = self._versions.get(subject)
+        if not versions:
+            return []
+        return sorted((self._schema_value(subject, versions, number, entry)
+                       for number, entry in list(versions.items())), key=lambda v: v.version)
 
     def version(self, subject: str, version: int) -> SchemaValue | None:
-        return self._versions.get(subject, {}).get(version)
+        versions = self._versions.get(subject)
+        entry = versions.get(version) if versions is not None else None
+        if entry is None or type(entry) is SchemaValue:
+            return entry
+        return self._schema_value(subject, versions, version, entry)
 
     def users_of(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> list[tuple[str, int]]:
         """The (subject, version) pairs, soft-deleted included, that use `schema_id` in `context`."""
-        return sorted(list(self._users_by_context.get(context, {}).get(schema_id, ())))
+        users = self._users_by_context.get(context, {}).get(schema_id)
+        if users is None:
+            return []
+        return [users] if type(users) is tuple else sorted(list(users))
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of schemas whose references name (subject, version)."""
@@ -428,11 +535,13 @@ class Cache:
     def fingerprint(self) -> tuple:
         """Everything reads can observe, for comparing two nodes' caches in tests."""
         return (
-            sorted((c, sorted(ids.items())) for c, ids in list(self._ids.items())),
+            sorted((c, sorted((i, self._stored_schema(ids, i, c)) for i in list(ids)))
+                   for c, ids in list(self._ids.items())),
             sorted(self._context_max_ids.items()),
             sorted(self._contexts),
             sorted(self._associations.items()),
-            sorted((s, sorted(v.items())) for s, v in list(self._versions.items())),
+            sorted((s, sorted((n, self._schema_value(s, v, n, e)) for n, e in list(v.items())))
+                   for s, v in list(self._versions.items())),
             sorted(self._configs.items(), key=lambda kv: kv[0] or ""),
             sorted(self._modes.items(), key=lambda kv: kv[0] or ""),
             self._max_id,

@@ -148,6 +148,11 @@ class KafkaLog:
             "fetch.max.bytes": 16 * 1024 * 1024,
             "max.partition.fetch.bytes": 4 * 1024 * 1024,
             "queued.max.messages.kbytes": 16 * 1024,
+            # Catching up fills that queue faster than the reader drains it, and
+            # librdkafka then pauses fetching for fetch.queue.backoff.ms (1 s by default):
+            # a second lost in every cold start. A short pause resumes as soon as the
+            # reader has made room; once caught up the queue stays near empty.
+            "fetch.queue.backoff.ms": 10,
         }
         self._consumer: Consumer = _client(Consumer, self._consumer_config)
         self._delivered_at = time.monotonic()  # when a read last moved the position
@@ -369,7 +374,7 @@ class KafkaLog:
 
     def _batch(self, messages: list[Message], from_offset: int) -> LogBatch:
         records: list[LogRecord] = []
-        append = records.append
+        append, new_record = records.append, tuple.__new__
         position = from_offset
         for message in messages:
             error = message.error()
@@ -385,7 +390,9 @@ class KafkaLog:
                     for name, raw in headers:
                         if name == EXPECTED_OFFSET_HEADER:
                             expected = decode_expected_offset(raw)
-                append(LogRecord(offset, message.key() or b"", message.value(), expected))
+                # tuple.__new__: the named tuple's own __new__ is a Python function, and
+                # replaying a topic builds one record per message.
+                append(new_record(LogRecord, (offset, message.key() or b"", message.value(), expected)))
                 position = offset + 1
             elif error.code() == KafkaError._PARTITION_EOF:
                 # The fetcher reached the end (the last stable offset): everything below

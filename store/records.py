@@ -486,6 +486,73 @@ def _decode_association_value(key: AssociationKey, obj: dict[str, Any]) -> Assoc
         create_ts if type(create_ts) is int else None, key.tenant)
 
 
+class PlainSchemaValue(NamedTuple):
+    """A SCHEMA record's value that names no references, metadata or rule set (nearly
+    every one), as replaying a topic holds it until a read asks for it: its subject
+    and version are its key's. A tuple, not a SchemaValue: a frozen dataclass costs
+    ten times as much to build, and a cold start builds one per record.
+
+    Its fields are SchemaValue's, so code that reads what both have takes either;
+    `value(subject, version)` is the SchemaValue it stands for.
+    """
+
+    id: int
+    schema: str
+    schema_type: str = "AVRO"
+    deleted: bool = False
+    md5: str | None = None
+    references: tuple[SchemaReference, ...] = ()
+    metadata: Metadata | None = None
+    rule_set: RuleSet | None = None
+
+    def value(self, subject: str, version: int) -> SchemaValue:
+        return SchemaValue(subject, version, self.id, self.schema, self.schema_type, (), self.deleted,
+                           None, None, self.md5)
+
+
+def decode_schema_record(raw_key: bytes, raw_value: bytes | None
+                         ) -> tuple[str, int, SchemaValue | PlainSchemaValue | None] | None:
+    """A SCHEMA record as (subject, version, value), the replay's fast path; None when
+    `raw_key` is a JSON object of another key type (decode it with `decode_key`, which
+    raises if it is malformed).
+
+    `value` is None for a tombstone, a PlainSchemaValue where the record names no
+    references, metadata or rule set, else the SchemaValue `decode_value` gives; either
+    stands for exactly what `decode_value` decodes. Raises RecordFormatError where
+    `decode_key` or `decode_value` would.
+    """
+    obj = _load_object(raw_key, "key")
+    if obj.get("keytype") != "SCHEMA":
+        return None  # rare (configs, modes, fences...): decode_key parses it again
+    magic = obj.get("magic", 0)
+    subject, version = obj.get("subject"), obj.get("version")
+    if not isinstance(magic, int):
+        raise RecordFormatError("key magic is not an integer")
+    if type(subject) is not str or type(version) is not int:
+        raise RecordFormatError("SCHEMA key needs a string subject and an integer version")
+    if raw_value is None:
+        return subject, version, None
+    value = _load_object(raw_value, "SchemaKey value")
+    if value.get("references") or value.get("metadata") is not None or value.get("ruleSet") is not None:
+        return subject, version, _decode_schema_value(SchemaKey(subject, version, magic), value)
+    schema_id, schema = value.get("id"), value.get("schema")
+    if type(schema_id) is not int:
+        raise RecordFormatError("SCHEMA value has no integer field 'id'")
+    if type(schema) is not str:
+        raise RecordFormatError("SCHEMA value has no string field 'schema'")
+    schema_type = value.get("schemaType") or "AVRO"
+    if type(schema_type) is not str:
+        raise RecordFormatError("SCHEMA value schemaType is not a string")
+    md5 = value.get("md5")
+    # tuple.__new__: the named tuple's own __new__ is a Python function, and twice the cost.
+    return subject, version, _new_tuple(PlainSchemaValue, (
+        schema_id, schema, schema_type, value.get("deleted") is True, md5 if type(md5) is str and md5 else None,
+        (), None, None))
+
+
+_new_tuple = tuple.__new__
+
+
 def _decode_schema_value(key: SchemaKey, obj: dict[str, Any]) -> SchemaValue:
     schema_id, schema = obj.get("id"), obj.get("schema")
     if type(schema_id) is not int:

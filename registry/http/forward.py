@@ -17,17 +17,18 @@ certificate for mTLS between nodes).
 from __future__ import annotations
 
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
-from typing import Any
-
-import requests
-from requests.adapters import HTTPAdapter
+from typing import TYPE_CHECKING
 
 from registry import errors
+
+if TYPE_CHECKING:
+    from registry.http.leader_session import LeaderSession
 
 FORWARD_HEADER = "X-Forward"
 _KEPT_HEADERS = ("Authorization", "Content-Type", "Accept")
@@ -51,9 +52,9 @@ class Forwarder:
 
     def __init__(self, timeout: float, ssl_context: ssl.SSLContext | None = None) -> None:
         self._timeout = timeout
-        self._session = requests.Session()
-        if ssl_context is not None:
-            self._session.mount("https://", _ContextAdapter(ssl_context))
+        self._ssl_context = ssl_context
+        self._session: LeaderSession | None = None  # opened with the first forwarded request
+        self._session_lock = threading.Lock()
         self._attempts = ThreadPoolExecutor(max_workers=_PARALLEL_ATTEMPTS, thread_name_prefix="forward")
 
     def forward(self, leader: Callable[[], str | None], method: str, raw_uri: str, headers: dict[str, str],
@@ -98,42 +99,25 @@ class Forwarder:
               deadline: float) -> ForwardedResponse:
         kept = dict(headers)
         kept[FORWARD_HEADER] = leader_url.rstrip("/")
-        try:
-            response = self._session.request(method, leader_url.rstrip("/") + raw_uri, data=body, headers=kept,
-                                             timeout=max(deadline - time.monotonic(), 0.1),
-                                             allow_redirects=False)
-        except requests.RequestException as exc:
-            raise errors.ForwardingError(
-                f"Error while forwarding the request to the leader at {leader_url}: {exc}") from None
-        return ForwardedResponse(response.status_code,
-                                 response.headers.get("Content-Type", "application/vnd.schemaregistry.v1+json"),
-                                 response.content)
+        status, content_type, content = self._leader_session().send(
+            leader_url, method, raw_uri, kept, body, max(deadline - time.monotonic(), 0.1))
+        return ForwardedResponse(status, "application/vnd.schemaregistry.v1+json" if content_type is None
+                                 else content_type, content)
+
+    def _leader_session(self) -> LeaderSession:
+        with self._session_lock:
+            if self._session is None:
+                # Imported on first use, not at start-up: see registry.http.leader_session.
+                from registry.http.leader_session import LeaderSession
+
+                self._session = LeaderSession(self._ssl_context)
+            return self._session
 
     def close(self) -> None:
         self._attempts.shutdown(wait=False, cancel_futures=True)
-        self._session.close()
-
-
-class _ContextAdapter(HTTPAdapter):
-    """requests over one SSLContext: its CAs, its client certificate and its hostname
-    rule, and nothing else: neither certifi's CAs nor a bundle named by
-    REQUESTS_CA_BUNDLE, which requests would otherwise load into it per connection.
-    (requests documents `build_connection_pool_key_attributes` as the hook for this.)"""
-
-    def __init__(self, context: ssl.SSLContext) -> None:
-        self._context = context
-        super().__init__()
-
-    def build_connection_pool_key_attributes(self, request: Any, verify: Any, cert: Any = None
-                                             ) -> tuple[dict[str, Any], dict[str, Any]]:
-        host, _ = super().build_connection_pool_key_attributes(request, True, None)
-        pool: dict[str, Any] = {"ssl_context": self._context, "cert_reqs": "CERT_REQUIRED"}
-        if not self._context.check_hostname:
-            pool["assert_hostname"] = False
-        return host, pool
-
-    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-        conn.cert_reqs = "CERT_REQUIRED"  # the context's CAs decide
+        with self._session_lock:
+            if self._session is not None:
+                self._session.close()
 
 
 _PARALLEL_ATTEMPTS = 32

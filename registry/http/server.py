@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import importlib
 import logging
 import shutil
 import signal
@@ -42,6 +43,7 @@ from registry.http.listener import Listeners
 from registry.http.security.guard import check_files
 from registry.http.security.tls import server_context
 from registry.node import build_node
+from registry.schema_types import SCHEMA_TYPES
 from registry.settings import ConfigError, Listener, Settings
 from registry.zookeeper_options import kazoo_options
 from store.log import LogUnavailable
@@ -208,6 +210,15 @@ def run(settings: Settings) -> int:
     return code
 
 
+def import_deferred() -> None:
+    """Import what start-up leaves for first use (the JSON Schema and Protobuf types, the
+    client that forwards writes to the leader), so that the first request needing one
+    does not wait for it. Start-up does not either: a node is ready only once it has
+    replayed the log, and every import before then delays it (bench/cold_start.py)."""
+    SCHEMA_TYPES.load_all()
+    importlib.import_module("registry.http.leader_session")
+
+
 def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
           ) -> tuple[App, Callable[[], None]]:
     """Build the node and its ASGI app (in the serving process), start the listeners on
@@ -225,6 +236,7 @@ def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
         while not node.writer.wait_ready(60):
             log.info("waiting for a leader to be elected")
         log.info("ready: a leader is known, serving writes")
+        import_deferred()
 
     threading.Thread(target=report_ready, name="readiness", daemon=True).start()
     try:
