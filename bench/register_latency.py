@@ -15,6 +15,7 @@ with acks=all to a topic on the same broker and waiting for it (the round trip e
 acknowledged registration needs). `make infra-up` prints a local bootstrap address.
 
 Usage: python bench/register_latency.py [--writes 2000] [--writers 10] [--kafka HOST:PORT]
+       [--before CHECKOUT | --group-commit-both] [--rounds N]
 """
 from __future__ import annotations
 
@@ -153,17 +154,17 @@ def main() -> None:
     parser.add_argument("--kafka", help="bootstrap servers: store schemas in Kafka instead")
     parser.add_argument("--before", type=Path,
                         help="also measure this checkout (its .venv/bin/schema-registry), alternating rounds with ours")
-    parser.add_argument("--rounds", type=int, default=1, help="with --before: rounds of (ours, before)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --before or --group-commit-both: rounds of the two sides, alternating")
+    parser.add_argument("--group-commit-both", action="store_true",
+                        help="also measure ours with group commit on and off (group.commit.enable), alternating")
     args = parser.parse_args()
     per_writer = args.writes // args.writers
     work = Path(tempfile.mkdtemp())
     try:
         (work / "ours").mkdir()
         if args.kafka:
-            env = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": args.kafka,
-                   "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",  # one node: it writes
-                   "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": f"_schemas_bench_{uuid.uuid4().hex[:8]}",
-                   "SCHEMA_REGISTRY_KAFKASTORE_TOPIC_REPLICATION_FACTOR": "1"}
+            env = _kafka_env(args.kafka)
             mine = ("ours: POST /subjects/{s}/versions, Kafka store", *ours(work / "ours", args.writers, args.seconds, env))
             reference = ("reference: acks=all produce round trip only",
                          *summary(*kafka_floor(args.kafka, args.writers, per_writer)))
@@ -171,6 +172,8 @@ def main() -> None:
             mine = ("ours: POST /subjects/{s}/versions, embedded store", *ours(work / "ours", args.writers, args.seconds))
             reference = ("reference: durable SQLite commit only", *summary(*sqlite_floor(work, args.writers, per_writer)))
         compared = compare(work, args) if args.before else []
+        if args.group_commit_both:
+            compared += compare_group_commit(work, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for line in compared:
@@ -182,6 +185,34 @@ def main() -> None:
     print(f"ratio p50 ours/floor: {mine[1] / reference[1]:.2f}x, writes/s ours/floor: {mine[3] / reference[3]:.2f}x")
 
 
+def _kafka_env(bootstrap: str) -> dict[str, str]:
+    return {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": bootstrap,
+            "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",  # one node: it writes
+            "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": f"_schemas_bench_{uuid.uuid4().hex[:8]}",
+            "SCHEMA_REGISTRY_KAFKASTORE_TOPIC_REPLICATION_FACTOR": "1"}
+
+
+def compare_group_commit(work: Path, args: argparse.Namespace) -> list[str]:
+    """Ours with group commit on and off, rounds alternating; one printed line per side."""
+    results: dict[str, list[tuple[float, float, float]]] = {"on": [], "off": []}
+    for round_ in range(args.rounds):
+        for side in ("on", "off"):
+            data = work / f"group-commit-{side}-{round_}"
+            data.mkdir()
+            env = _kafka_env(args.kafka) if args.kafka else {}
+            env["SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE"] = "true" if side == "on" else "false"
+            results[side].append(ours(data, args.writers, args.seconds, env))
+    lines = [f"\nGroup commit on and off ({args.rounds} rounds alternating, median; "
+             f"{'Kafka' if args.kafka else 'embedded'} store)"]
+    for side, runs in results.items():
+        p50, p99, rate = (statistics.median(r[i] for r in runs) for i in range(3))
+        lines.append(f"group commit {side:3}: p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  {rate:7.0f} writes/s  "
+                     f"(writes/s per round: {', '.join(f'{r[2]:.0f}' for r in runs)})")
+    on, off = (statistics.median(r[2] for r in results[side]) for side in ("on", "off"))
+    lines.append(f"writes/s on/off: {on / off:.2f}x")
+    return lines
+
+
 def compare(work: Path, args: argparse.Namespace) -> list[str]:
     """Ours against `args.before`, rounds alternating; one printed line per side."""
     old_cli = args.before / ".venv" / "bin" / "schema-registry"
@@ -190,12 +221,7 @@ def compare(work: Path, args: argparse.Namespace) -> list[str]:
         for side, cli in (("after", CLI), ("before", old_cli)):
             data = work / f"{side}-{round_}"
             data.mkdir()
-            env = None
-            if args.kafka:
-                env = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": args.kafka,
-                       "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",
-                       "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": f"_schemas_bench_{uuid.uuid4().hex[:8]}",
-                       "SCHEMA_REGISTRY_KAFKASTORE_TOPIC_REPLICATION_FACTOR": "1"}
+            env = _kafka_env(args.kafka) if args.kafka else None
             results[side].append(ours(data, args.writers, args.seconds, env, cli))
     lines = [f"\nThis checkout against {args.before} ({args.rounds} rounds alternating, median), "
              f"{'Kafka' if args.kafka else 'embedded'} store, {args.writers} writers"]
