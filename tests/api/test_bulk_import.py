@@ -84,16 +84,18 @@ def test_settings_land_in_one_request_in_order_and_each_entry_answers_alone(fres
         {"subject": "both-value", "config": {}, "mode": "READONLY"},
         {"subject": 7, "mode": "READONLY"},
         "not an object",
+        {"subject": ":.:", "mode": "READWRITE"},  # the default context's own: the global mode
     ]})
     assert answer.status_code == 200, answer.text
     results = answer.json()["results"]
-    assert len(results) == 10, "one result per entry, in order"
+    assert len(results) == 11, "one result per entry, in order"
     assert results[0]["config"]["compatibility"] == "FULL"
     assert results[1] == {"subject": "orders-value", "config": {"compatibility": "NONE", "normalize": True}}, \
         "a later config merges into an earlier one of the same request"
     assert results[2]["subject"] is None and results[2]["config"]["compatibility"] == "FORWARD"
     assert results[3] == {"subject": "orders-value", "mode": "READONLY"}
     assert [results[i]["error_code"] for i in range(4, 10)] == [42203, 42204, 42205, 422, 422, 422]
+    assert results[10] == {"subject": None, "mode": "READWRITE"}, "the answer names what was set: the global mode"
     # What landed is what single PUTs would have left.
     assert server.get("/config/orders-value").json() == {"compatibilityLevel": "NONE", "normalize": True}
     assert server.get("/config").json()["compatibilityLevel"] == "FORWARD"

@@ -22,7 +22,8 @@ request (`schema-registry import` sends referenced versions in an earlier reques
                      | {"subject": "orders-value", "mode": "READONLY"} | {"error_code": 42203, "message": "..."}, ...]}
 
 Each entry holds a `config` (a `PUT /config/{subject}` body) or a `mode` (as `PUT
-/mode/{subject}` takes it, without force); a null or absent subject is the global one.
+/mode/{subject}` takes it, without force); a null or absent subject is the global one, as
+is the default context's own (`:.:`).
 Entries apply in order and succeed or fail alone.
 
 Authorization, for both: `import` on the registry as a whole. At most `MAX_ENTRIES`
@@ -86,12 +87,13 @@ def _setting(raw: Any) -> SettingChange | errors.RegistryError:
             raise errors.UnprocessableEntity("An imported setting's subject must be a string or null")
         if ("config" in raw) == ("mode" in raw):
             raise errors.UnprocessableEntity("Each imported setting holds either a config or a mode")
+        # The default context's own subject ("", ":.:") is the global one, as in the log's
+        # keys; so the answer names what was set.
+        if subject is not None and normalize_subject(subject) == "":
+            subject = None
         if "config" in raw:
             if not isinstance(raw["config"], dict):
                 raise errors.UnprocessableEntity("An imported config must be a JSON object")
-            # As PUT /config/{subject}: the default context's own subject is the global config.
-            if subject is not None and normalize_subject(subject) == "":
-                subject = None
             return SettingChange(subject, config_update(raw["config"]))
         mode = raw["mode"]
         if not isinstance(mode, str):
