@@ -27,6 +27,7 @@ def test_a_batch_lands_with_its_ids_and_versions_and_each_entry_answers_alone(fr
         {"subject": "bad-value", "version": 1, "id": 43, "schema": "{not json"},
         {"subject": "users-value", "version": 2, "id": 44, "schema": avro("User2")},
         "not an object",
+        {"subject": "", "version": 1, "id": 45, "schema": avro("Empty")},  # no path can name it
     ]
     answer = server.post("/import/schemas", {"schemas": entries})
     assert answer.status_code == 200, answer.text
@@ -38,7 +39,7 @@ def test_a_batch_lands_with_its_ids_and_versions_and_each_entry_answers_alone(fr
     assert results[3]["error_code"] in (40401, 40402, 42201), results[3]
     assert results[4]["error_code"] == 422 and results[5]["error_code"] == 42201
     assert results[6] == {"subject": "users-value", "version": 2, "id": 44}
-    assert results[7]["error_code"] == 422
+    assert results[7]["error_code"] == 422 and results[8]["error_code"] == 422
     # What landed is what single registrations would have left.
     assert server.get("/subjects/orders-value/versions").json() == [3]
     assert server.get("/subjects/users-value/versions").json() == [1, 2]

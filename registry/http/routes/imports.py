@@ -55,8 +55,9 @@ def _entry(raw: Any) -> tuple[str, RegisterRequest] | errors.RegistryError:
         if not isinstance(raw, dict):
             raise errors.UnprocessableEntity("Each imported schema must be a JSON object")
         subject = raw.get("subject")
-        if not isinstance(subject, str):
-            raise errors.UnprocessableEntity("Each imported schema needs its subject, a string")
+        if not isinstance(subject, str) or not subject:
+            # Not even empty: no `POST /subjects/{subject}/versions` can name that subject.
+            raise errors.UnprocessableEntity("Each imported schema needs its subject, a non-empty string")
         schema_id, version = optional_positive(raw, "id"), optional_positive(raw, "version")
         if schema_id is None or version is None:
             raise errors.UnprocessableEntity("Each imported schema needs its id and version")
