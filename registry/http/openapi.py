@@ -224,7 +224,7 @@ COMPONENTS: dict[str, Any] = {
     "ImportRequest": {"type": "object", "required": ["schemas"], "properties": {
         "schemas": {"type": "array", "maxItems": 10_000, "items": {
             "type": "object", "required": ["subject", "schema", "id", "version"], "properties": {
-                "subject": {"type": "string"}, "schema": {"type": "string"}, "schemaType": _SCHEMA_TYPE,
+                "subject": {"type": "string", "minLength": 1}, "schema": {"type": "string"}, "schemaType": _SCHEMA_TYPE,
                 "references": _array(_ref("SchemaReference")), "id": {"type": "integer"},
                 "version": {"type": "integer"}, "metadata": {"type": "object"}, "ruleSet": {"type": "object"}}}}}},
     "ImportSettingsRequest": {"type": "object", "required": ["settings"], "properties": {
