@@ -12,11 +12,15 @@ The topic is filled directly in Confluent's format (one SCHEMA record per subjec
 ~600-byte Avro records), with a batching producer.
 
 Uses the broker named by KAFKA_BOOTSTRAP, or starts one (`make infra-fetch` first).
-Usage: python bench/cold_start.py [--schemas 100000] [--runs 3]
+With `--before CHECKOUT` another checkout's registry (its .venv/bin/schema-registry) is
+started too, in the same rounds, and the two are compared.
+
+Usage: python bench/cold_start.py [--schemas 100000] [--runs 3] [--before CHECKOUT]
 """
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import ROOT, avro_record, registry, rss_kib  # noqa: E402
+from registry_process import CLI, ROOT, avro_record, registry, rss_kib  # noqa: E402
 
 sys.path.insert(0, str(ROOT))  # the repository root: infra is not installed, it is run from here
 import infra  # noqa: E402
@@ -104,13 +108,13 @@ def bare_consumer(bootstrap: str, topic: str, count: int) -> float:
     return elapsed
 
 
-def ours(bootstrap: str, topic: str) -> tuple[float, int]:
+def ours(bootstrap: str, topic: str, cli: Path = CLI) -> tuple[float, int]:
     """Seconds from `schema-registry serve` to `/ready` answering 200, and RSS in KiB."""
     env = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": bootstrap,
                    "SCHEMA_REGISTRY_LEADER_ELECTION_BACKEND": "static",  # one node: it writes
            "SCHEMA_REGISTRY_KAFKASTORE_TOPIC": topic}
     began = time.monotonic()
-    with tempfile.TemporaryDirectory() as data, registry(Path(data), env, ready_timeout=120) as (_, pid):
+    with tempfile.TemporaryDirectory() as data, registry(Path(data), env, ready_timeout=120, cli=cli) as (_, pid):
         elapsed = time.monotonic() - began
         return elapsed, rss_kib(pid)
 
@@ -119,21 +123,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--schemas", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before", type=Path, help="another checkout, started in the same rounds")
     args = parser.parse_args()
+    # Ours starts from compiled modules, as it does installed from a wheel (pip compiles
+    # them) and as the reference's confluent-kafka does: a checkout run with
+    # PYTHONDONTWRITEBYTECODE set would otherwise compile our sources at every start.
+    for package in ("registry", "store", "election"):
+        compileall.compile_dir(str(ROOT / package), quiet=1)
     with broker() as bootstrap:
         topic = f"_schemas_bench_{uuid.uuid4().hex[:8]}"
         began = time.monotonic()
         fill(bootstrap, topic, args.schemas)
         print(f"filled {topic} with {args.schemas:,} schema records in {time.monotonic() - began:.1f} s")
-        ready, rss, floor = [], [], []
+        ready, rss, floor, before = [], [], [], []
         for run in range(args.runs):
             # Alternate, so that neither side always meets a warmer page cache.
             floor.append(bare_consumer(bootstrap, topic, args.schemas))
             seconds, kib = ours(bootstrap, topic)
             ready.append(seconds)
             rss.append(kib)
-            print(f"run {run + 1}: ours {seconds:.2f} s to ready, {kib / 1024:.0f} MiB; "
-                  f"bare consumer {floor[-1]:.2f} s")
+            line = (f"run {run + 1}: ours {seconds:.2f} s to ready, {kib / 1024:.0f} MiB; "
+                    f"bare consumer {floor[-1]:.2f} s")
+            if args.before:
+                before.append(ours(bootstrap, topic, args.before / ".venv" / "bin" / "schema-registry")[0])
+                line += f"; before {before[-1]:.2f} s"
+            print(line)
     ours_s, floor_s = statistics.median(ready), statistics.median(floor)
     print(f"\ncold start, {args.schemas:,} schemas, median of {args.runs}:")
     print(f"  ours (process start -> /ready 200): {ours_s:.2f} s   goal <= {GOAL_SECONDS:.0f} s: "
@@ -141,6 +155,10 @@ def main() -> int:
     print(f"  reference (bare confluent-kafka consumer, process start -> end of topic): {floor_s:.2f} s")
     print(f"  ratio ours / reference: {ours_s / floor_s:.2f}")
     print(f"  RSS once ready (supervisor + worker): {statistics.median(rss) / 1024:.0f} MiB")
+    if before:
+        before_s = statistics.median(before)
+        print(f"  {args.before}: {before_s:.2f} s ({before_s / floor_s:.2f}x the reference); "
+              f"this checkout / it: {ours_s / before_s:.2f}")
     return 0
 
 

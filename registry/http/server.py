@@ -39,7 +39,6 @@ from typing import Any
 from granian.http import HTTP1Settings
 
 from registry.http.app import build_asgi
-from registry.http.listener import Listeners
 from registry.http.security.guard import check_files
 from registry.http.security.tls import server_context
 from registry.node import build_node
@@ -248,11 +247,18 @@ def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
         log.error("cannot start: %s", exc)
         node.close()
         raise SystemExit(2) from None
-    listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets])
-    listeners.start()
+    listeners = None
+    if sockets:
+        # Imported only where there are more listeners than granian's (h11 and the TLS
+        # server cost every other registry's start ~20 ms: bench/cold_start.py).
+        from registry.http.listener import Listeners
+
+        listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets])
+        listeners.start()
 
     def close() -> None:
-        listeners.close()
+        if listeners is not None:
+            listeners.close()
         bridge.close()
         node.close()
 

@@ -17,16 +17,20 @@ claim (a list of strings, or one string of space-separated names).
 from __future__ import annotations
 
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import jwt
 import orjson
-from jwt import PyJWK, PyJWKClient, PyJWKSet
 
 from registry.http.security.principal import Principal
 from registry.http.security.watched_file import WatchedFile
 from registry.settings import AuthenticationSettings, ConfigError
+
+if TYPE_CHECKING:
+    from jwt import PyJWK, PyJWKClient, PyJWKSet
+
+# PyJWT (and the `cryptography` it loads, ~60 ms) is imported when a registry verifies
+# bearer tokens, not by every registry at start-up (bench/cold_start.py).
 
 # Asymmetric only: with public keys from a JWKS, an HS* token would be forged with the
 # public key as its secret (algorithm confusion), and "none" is no signature at all.
@@ -39,6 +43,8 @@ class InvalidToken(Exception):
 
 class BearerTokens:
     def __init__(self, settings: AuthenticationSettings, ssl_context: ssl.SSLContext | None = None) -> None:
+        from jwt import PyJWKClient
+
         self._settings = settings
         location = settings.jwks
         scheme = urlsplit(location).scheme.lower()
@@ -58,6 +64,8 @@ class BearerTokens:
     def verify(self, token: str) -> tuple[Principal, float]:
         """The token's principal and its expiry (epoch seconds). Blocks while the key set
         is fetched. Raises InvalidToken."""
+        import jwt
+
         settings = self._settings
         try:
             key = self._key_for(token)
@@ -94,6 +102,8 @@ class BearerTokens:
         if self._client is not None:
             return self._client.get_signing_key_from_jwt(token)
         assert self._file is not None
+        import jwt
+
         keys = self._file.current
         kid = jwt.get_unverified_header(token).get("kid")
         if kid is None:
@@ -107,6 +117,9 @@ class BearerTokens:
 
 
 def _parse_jwks(data: bytes) -> PyJWKSet:
+    import jwt
+    from jwt import PyJWKSet
+
     try:
         return PyJWKSet.from_dict(orjson.loads(data))
     except (orjson.JSONDecodeError, jwt.PyJWTError) as exc:
