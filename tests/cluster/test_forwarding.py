@@ -85,7 +85,9 @@ def test_a_leader_serving_another_topic_is_never_followed(kafka_bootstrap, zooke
         with Cluster(1, "zookeeper", kafka_bootstrap=kafka_bootstrap, zookeeper_connect=zookeeper_connect,
                      extra_env=shared, require_leader=False) as second:
             node = second.nodes[0]
-            assert node.leader_view()["leader"] == leader.url, "the shared election names the first's leader"
+            # Serving reads comes before the election client has read the leader's node: wait for it.
+            wait_for(lambda: (node.leader_view() or {}).get("leader") == leader.url, 10,
+                     "the shared election to name the first's leader")
             ready = requests.get(f"{node.url}/ready", timeout=5)
             assert ready.status_code == 503 and "another store" in ready.json()["message"], ready.text
             response = register(node.url, "must-not-leak")
