@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -164,6 +165,10 @@ class JavaServer:
         if not any(self.jars.glob("*.jar")):
             raise InfraError(f"no jars in {self.jars}: run `make infra-fetch` first")
         self.home.mkdir(parents=True, exist_ok=True)
+        # The JVM's own temporary files (Kafka unpacks its lz4 and zstd libraries there)
+        # go in the server's home, emptied at every start: a killed JVM never deletes them.
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        self.tmpdir.mkdir()
         self._spawn(self._prepare())
 
     def _lost_port_race(self) -> bool:
@@ -296,6 +301,10 @@ class JavaServer:
         self.stop()
 
     @property
+    def tmpdir(self) -> Path:
+        return self.home / "tmp"
+
+    @property
     def cds_archive(self) -> Path:
         """This server's class-data-sharing archive for the current JDK (may not exist)."""
         return self.jars / f".cds-{jdk_tag()}.jsa"
@@ -307,6 +316,7 @@ class JavaServer:
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
             "-Djava.net.preferIPv4Stack=true",
+            f"-Djava.io.tmpdir={self.tmpdir}",
         ]
         # Loading and verifying thousands of classes is most of a JVM server's start-up;
         # a dynamic CDS archive (see build_cds) maps them in ready-made instead.

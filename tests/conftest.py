@@ -13,6 +13,7 @@ every test needing a server fails, saying so.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 
@@ -21,6 +22,19 @@ import pytest
 # The repository root is on sys.path (pytest puts the parent of the `tests` package
 # there), so the standard-library-only `infra` package imports like any other.
 import infra
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_in_basetemp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """What the harnesses make with `tempfile` (a cluster's node logs and stores, a
+    container cluster's saved logs) goes in this session's basetemp, of which pytest
+    keeps the last three: kept for a look after a failure, not collected in /tmp."""
+    before = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.getbasetemp())
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
 
 
 def _require_jars() -> None:

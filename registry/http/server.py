@@ -26,6 +26,7 @@ import ctypes
 import errno
 import importlib
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -193,8 +194,8 @@ def run(settings: Settings) -> int:
             return 1
         uds = None
         if granian_listener is None:
-            private_dir = tempfile.mkdtemp(prefix="schema-registry-")
-            uds = Path(private_dir) / "granian.sock"
+            private_dir = private_socket_dir()
+            uds = Path(private_dir) / _PRIVATE_SOCKET
         for item in listeners:
             log.info("serving on %s", item.url)
         host = granian_listener.host if granian_listener else "127.0.0.1"
@@ -207,6 +208,50 @@ def run(settings: Settings) -> int:
             shutil.rmtree(private_dir, ignore_errors=True)
     log.info("stopped")
     return code
+
+
+_PRIVATE_PREFIX = "schema-registry-"
+_PRIVATE_SOCKET = "granian.sock"
+
+
+def private_socket_dir() -> str:
+    """A new private directory for granian's Unix socket, named after this process.
+
+    A registry killed with SIGKILL never reaches the `finally` that removes its own, so
+    the directories of registries no longer running are removed first: a host whose
+    registry is restarted after every kill does not collect them."""
+    remove_orphaned_socket_dirs(Path(tempfile.gettempdir()))
+    return tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-")
+
+
+def remove_orphaned_socket_dirs(parent: Path) -> None:
+    """Remove `parent`'s private socket directories whose registry's process is gone.
+
+    Only a directory named by `private_socket_dir`, owned by this user and holding at
+    most the socket is removed. Nothing connects to that socket (see the module's
+    docstring), so even a wrong guess (a pid seen from another pid namespace) costs
+    its owner nothing but the directory."""
+    for path in parent.glob(f"{_PRIVATE_PREFIX}*-*"):
+        pid = path.name[len(_PRIVATE_PREFIX):].partition("-")[0]
+        if not (pid.isascii() and pid.isdigit()) or _running(int(pid)):
+            continue
+        try:
+            if (path.is_symlink() or not path.is_dir() or path.stat().st_uid != os.getuid()
+                    or any(entry.name != _PRIVATE_SOCKET for entry in path.iterdir())):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's process
+        return True
+    return True
 
 
 def import_deferred() -> None:

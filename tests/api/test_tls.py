@@ -133,8 +133,11 @@ def test_enabled_protocols_bound_the_tls_version(start_registry: RegistryFactory
             assert tls.version() == "TLSv1.3", "TLS 1.3 is served"
 
 
-def test_https_alone_keeps_the_process_guarantees(start_registry: RegistryFactory, pki: Pki):
-    server = start_registry(scheme="https", ca=pki.ca_pem, env=https_env(pki))
+def test_https_alone_keeps_the_process_guarantees(start_registry: RegistryFactory, pki: Pki, tmp_path: Path):
+    # With no http listener granian serves a Unix socket in a private directory of TMPDIR.
+    server = start_registry(scheme="https", ca=pki.ca_pem, env=https_env(pki, TMPDIR=str(tmp_path)))
+    killed_pid = server.proc.pid
+    assert [p.name.split("-")[2] for p in tmp_path.glob("schema-registry-*")] == [str(killed_pid)]
     assert server.post("/subjects/only-https/versions", {"schema": SCHEMA}).status_code == 200
     # A second registry on the same https port is refused at start.
     busy = subprocess.run([str(CLI), "serve"], env={**os.environ, **https_env(pki),
@@ -148,12 +151,16 @@ def test_https_alone_keeps_the_process_guarantees(start_registry: RegistryFactor
     wait_until(lambda: not any(pid_alive(w) for w in workers), 10, "the worker to die with its supervisor")
     with pytest.raises(requests.exceptions.ConnectionError):
         requests.get(f"{server.url}/subjects", verify=str(pki.ca_pem), timeout=2)
+    assert list(tmp_path.glob(f"schema-registry-{killed_pid}-*")), "kill -9 leaves the directory behind"
     # Started again, SIGTERM stops it cleanly (exit code 0) and the data is there.
     server.start()
     assert server.get("/subjects").json() == ["only-https"], "restarted on the same data"
     assert server.proc is not None
+    assert [p.name.split("-")[2] for p in tmp_path.glob("schema-registry-*")] == [str(server.proc.pid)], \
+        "the killed registry's directory is removed at the next start"
     os.kill(server.proc.pid, signal.SIGTERM)
     assert server.proc.wait(timeout=20) == 0, server.log_tail()
+    assert not list(tmp_path.glob("schema-registry-*")), "a clean stop removes its own"
 
 
 def test_unusable_key_material_is_refused_at_start(tmp_path: Path, pki: Pki):
