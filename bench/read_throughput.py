@@ -2,10 +2,11 @@
 
 Issue 2's measure: 1,000 schemas, 100 concurrent connections, an independent load tool
 (wrk) on this same machine; median req/s and p99 over several runs. In the same run,
-the reference: a bare ASGI callable on the same server (granian, the interface we
-serve through) returning a constant body of the same size, i.e. the ceiling for any
-Python app on this server here. Also shown: a read that goes through Flask's routing
-(`GET /subjects/{s}/versions/latest`), which the id fast path does not cover.
+the reference: a bare ASGI callable on the same server (granian, with the interface
+and the event loop, uvloop, we serve through) returning a constant body of the same
+size, i.e. the ceiling for any Python app on this server here. Also shown: a read
+that goes through Flask's routing (`GET /subjects/{s}/versions/latest`), which the id
+fast path does not cover.
 Confluent's published figure for the same test on 2 CPUs (Apicurio issue #9887) is
 6,088 req/s; it cannot run here, so it is quoted, not measured.
 
@@ -104,8 +105,8 @@ def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float
     work = Path(tempfile.mkdtemp())
     (work / "ceiling_app.py").write_text(CEILING_APP)
     port = free_port()
-    proc = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--host", "127.0.0.1",
-                             "--port", str(port), "--no-log", "ceiling_app:app"],
+    proc = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--loop", "uvloop",
+                             "--host", "127.0.0.1", "--port", str(port), "--no-log", "ceiling_app:app"],
                             cwd=work, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -182,8 +183,8 @@ def hot_calls(runs: int, duration: int, before: Path | None) -> None:
     try:
         with contextlib.ExitStack() as stack:
             port = free_port()
-            floor = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--host",
-                                      "127.0.0.1", "--port", str(port), "--no-log", "ceiling_app:app"],
+            floor = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--loop", "uvloop",
+                                      "--host", "127.0.0.1", "--port", str(port), "--no-log", "ceiling_app:app"],
                                      cwd=work, start_new_session=True, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
             stack.callback(lambda: (os.killpg(floor.pid, signal.SIGKILL), floor.wait()))
