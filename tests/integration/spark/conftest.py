@@ -33,7 +33,7 @@ TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local SparkSession with Spark's Kafka source and spark-avro on its class path."""
     if not infra.jars_ready(components=(infra.SPARK_COMPONENT,)):
         pytest.fail(f"Spark connector jars are missing or stale in {infra.JARS_DIR / 'spark'}: "
@@ -54,6 +54,9 @@ def spark() -> Iterator[Any]:
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
+               # The JVM's temporary files (its lz4 library, unpacked by the Kafka
+               # client; Spark's scratch space) in pytest's basetemp, not left in /tmp.
+               .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tmp_path_factory.mktemp('spark-tmp')}")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     try:
