@@ -44,7 +44,8 @@ def test_only_the_stalled_body_is_cancelled_within_one_sweep_of_its_deadline():
         assert await quick == "read"
         assert await asyncio.wait_for(stalled, 5) == "timed out"
         waited = loop.time() - began
-        assert 0.2 <= waited <= 0.2 + deadlines.period + 0.1, waited
+        # Slack for a loaded machine, still short of the 1 s a sweep at most waits.
+        assert 0.2 <= waited <= 0.2 + deadlines.period + 0.5, waited
         await late
         # Nothing watched: no sweep stays scheduled, and nothing is remembered.
         assert deadlines._waiting == {} and deadlines._expired == set()
