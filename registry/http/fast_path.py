@@ -20,6 +20,8 @@ from registry.http.negotiation import V1_JSON, response_type
 from registry.service import RegistryService
 
 _PREFIX = "/schemas/ids/"
+_RAW_PREFIX = _PREFIX.encode()
+_CONTENT_TYPE = (b"content-type", V1_JSON.encode())
 # The Flask endpoint (and route argument) serving the same request: what the fast path
 # is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
 ENDPOINT = "schemas.get_schema"
@@ -30,7 +32,9 @@ class SchemaByIdFastPath:
     def __init__(self, service: RegistryService, ready: Callable[[], bool]) -> None:
         self._service = service
         self._ready = ready
-        self._memo: dict[int, tuple[object, bytes]] = {}
+        # Per id: the stored schema the body was built from, the body, and the response
+        # headers (their Content-Length), so an answer repeats no work.
+        self._memo: dict[int, tuple[object, bytes, list[tuple[bytes, bytes]]]] = {}
 
     def answer(self, method: str, path: str, query: bytes,
                headers: Iterable[tuple[bytes, bytes]] = ()) -> bytes | None:
@@ -56,21 +60,55 @@ class SchemaByIdFastPath:
             return None
         return digits
 
+    def plain_answer(self, raw_path: bytes, headers: Iterable[tuple[bytes, bytes]],
+                     max_header_bytes: int) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
+        """The response (headers, body) to a `GET` of `raw_path` with no query string,
+        when it is the plainest fast-path request there is: the path exactly
+        `/schemas/ids/` and at most 10 ASCII digits, no Accept header asking for another
+        type, headers within `max_header_bytes`, and the node ready and knowing the id.
+        Else None, and the request takes the whole way in (which applies every check
+        again, and answers anything else). The bridge's first step, before any other:
+        it does as little as the answer allows (issue 17)."""
+        if not raw_path.startswith(_RAW_PREFIX):
+            return None
+        digits = raw_path[len(_RAW_PREFIX):]
+        # isascii: bytes.isdigit() is ASCII-only already; an empty id is not one.
+        if not digits.isdigit() or len(digits) > 10:
+            return None
+        size = 0
+        for name, value in headers:
+            size += len(name) + len(value)
+            if name == b"accept" and response_type(value.decode("latin-1")) != V1_JSON:
+                return None
+        if size > max_header_bytes:
+            return None
+        entry = self._entry(int(digits))
+        return None if entry is None else (entry[2], entry[1])
+
     def body(self, digits: str) -> bytes | None:
         """The response body for the id `digits`, or None when the node is not ready or
         does not know the id (Flask answers then)."""
+        answer = self.response(digits)
+        return None if answer is None else answer[1]
+
+    def response(self, digits: str) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
+        """The response (headers, body) for the id `digits`, or None as `body`."""
+        entry = self._entry(int(digits))
+        return None if entry is None else (entry[2], entry[1])
+
+    def _entry(self, schema_id: int) -> tuple[object, bytes, list[tuple[bytes, bytes]]] | None:
         if not self._ready():
             return None
-        schema_id = int(digits)
         stored = self._service.cached_schema(schema_id)
         if stored is None:
             self._memo.pop(schema_id, None)  # a hard-deleted id's body goes with it
             return None
         memo = self._memo.get(schema_id)
         if memo is not None and memo[0] is stored:
-            return memo[1]
+            return memo
         # A copy: orjson hands back its 4 KiB write buffer as the bytes object, and a
         # memo of those held 4 KiB per id read (43 MiB over 10k ids; issue 17).
         body = bytes(memoryview(orjson.dumps(schema_body(stored))))
-        self._memo[schema_id] = (stored, body)
-        return body
+        entry = (stored, body, [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))])
+        self._memo[schema_id] = entry
+        return entry

@@ -81,3 +81,45 @@ def test_the_memo_holds_about_a_body_per_id_not_a_serializer_buffer(client):
     # orjson returns its 4 KiB write buffer as the bytes object: memoised as such, 10k
     # ids held 43 MiB more than their bodies (issue 17).
     assert held / len(ids) < size + 400, f"{held / len(ids):.0f} B held per id for {size}-byte bodies"
+
+
+def test_the_plain_id_read_is_answered_before_the_whole_way_in(client, monkeypatch):
+    schema_id = register(client, "s", '"string"')
+    expected = client.get(f"/schemas/ids/{schema_id}?fetchMaxId=false").body  # Flask's answer
+    entered = []
+    serve = client.bridge._serve
+
+    async def counting_serve(scope, *args):
+        entered.append(scope["raw_path"])
+        return await serve(scope, *args)
+
+    monkeypatch.setattr(client.bridge, "_serve", counting_serve)
+    plain = client.get(f"/schemas/ids/{schema_id}")
+    assert plain.status == 200 and plain.body == expected
+    assert plain.headers["content-length"] == str(len(expected))
+    assert plain.content_type == "application/vnd.schemaregistry.v1+json"
+    assert entered == [], "the plain id read took the whole way in"
+    # Anything not plain takes the whole way in, which answers as it always did.
+    for target in (f"/schemas/ids/{schema_id}/", f"/schemas/ids/{schema_id}?fetchMaxId=false",
+                   "/schemas/ids/999", "/schemas/ids/", "/schemas/ids/01234567890", f"//schemas/ids/{schema_id}"):
+        client.get(target)
+    assert len(entered) == 6
+    assert client.get(f"/schemas/ids/0{schema_id}").body == expected, "leading zeros name the same id"
+
+
+def test_the_plain_id_read_keeps_the_limits_and_negotiation(client):
+    schema_id = register(client, "s", '"string"')
+    big = client.get(f"/schemas/ids/{schema_id}", headers={"X-Big": "a" * 70000})
+    assert big.status == 431 and big.json()["error_code"] == 431
+    plain_json = client.get(f"/schemas/ids/{schema_id}", headers={"Accept": "application/json"})
+    assert plain_json.status == 200 and plain_json.content_type == "application/json"
+    refused = client.get(f"/schemas/ids/{schema_id}", headers={"Accept": "text/html"})
+    assert refused.status == 406
+
+
+def test_the_plain_id_read_is_counted(client):
+    schema_id = register(client, "s", '"string"')
+    for _ in range(3):
+        assert client.get(f"/schemas/ids/{schema_id}").status == 200
+    text = client.get("/metrics").body.decode()
+    assert 'schema_registry_http_requests_total{method="GET",route="schemas.get_schema",status="200"} 3.0' in text

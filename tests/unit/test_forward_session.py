@@ -73,10 +73,13 @@ def test_a_forwarder_that_never_forwarded_closes():
     Forwarder(1.0).close()  # no session was opened: nothing to close, and no error
 
 
-def test_a_ready_server_imports_what_start_up_deferred():
-    code = ("import sys\nfrom registry.http.server import import_deferred\nimport_deferred()\n"
+def test_a_ready_server_imports_what_start_up_deferred_then_freezes_it():
+    code = ("import gc, sys\nfrom registry.http.server import settle_after_ready\nsettle_after_ready()\n"
             "missing = [m for m in ('requests', 'registry.http.leader_session', 'registry.schema_types.json_schema',"
             " 'registry.schema_types.protobuf') if m not in sys.modules]\n"
-            "assert not missing, missing\n")
+            "assert not missing, missing\n"
+            "from registry.schema_types import protobuf\n"
+            "assert gc.is_tracked(protobuf.__dict__) and not any(protobuf.__dict__ is o for o in gc.get_objects()), "
+            "'the deferred modules are out of the collector\\'s sight'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
