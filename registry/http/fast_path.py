@@ -20,7 +20,7 @@ from registry.http.negotiation import V1_JSON, response_type
 from registry.service import RegistryService
 
 _PREFIX = "/schemas/ids/"
-_RAW_PREFIX = _PREFIX.encode()
+RAW_PREFIX = _PREFIX.encode()  # the bridge's test for whether to ask `plain_answer`
 _CONTENT_TYPE = (b"content-type", V1_JSON.encode())
 # The Flask endpoint (and route argument) serving the same request: what the fast path
 # is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
@@ -69,9 +69,9 @@ class SchemaByIdFastPath:
         Else None, and the request takes the whole way in (which applies every check
         again, and answers anything else). The bridge's first step, before any other:
         it does as little as the answer allows (issue 17)."""
-        if not raw_path.startswith(_RAW_PREFIX):
+        if not raw_path.startswith(RAW_PREFIX):
             return None
-        digits = raw_path[len(_RAW_PREFIX):]
+        digits = raw_path[len(RAW_PREFIX):]
         # isascii: bytes.isdigit() is ASCII-only already; an empty id is not one.
         if not digits.isdigit() or len(digits) > 10:
             return None
