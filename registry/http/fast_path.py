@@ -20,7 +20,10 @@ from registry.http.negotiation import V1_JSON, response_type
 from registry.service import RegistryService
 
 _PREFIX = "/schemas/ids/"
-RAW_PREFIX = _PREFIX.encode()  # the bridge's test for whether to ask `plain_answer`
+# The bridge asks `plain_answer` only for a path of this prefix and digits (every other
+# request pays one startswith, and /schemas/ids/{id}/versions one isdigit more).
+RAW_PREFIX = _PREFIX.encode()
+RAW_PREFIX_LENGTH = len(RAW_PREFIX)
 _CONTENT_TYPE = (b"content-type", V1_JSON.encode())
 # The Flask endpoint (and route argument) serving the same request: what the fast path
 # is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
