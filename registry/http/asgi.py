@@ -197,7 +197,8 @@ class AsgiBridge:
         if len(raw_path) + len(query) > self._limits.max_target_bytes:
             raise _Refused(414, f"The request target is longer than {self._limits.max_target_bytes} bytes",
                            "target_too_long")
-        if sum(len(n) + len(v) for n, v in scope["headers"]) > self._limits.max_header_bytes:
+        facts = _HeaderFacts(scope["headers"])
+        if facts.size > self._limits.max_header_bytes:
             raise _Refused(431, f"The request headers are larger than {self._limits.max_header_bytes} bytes",
                            "headers_too_large")
         path = origin_form(raw_path.decode("latin-1"))
@@ -212,7 +213,8 @@ class AsgiBridge:
             # `/subjects//` stays a path no route names). Before any routing, so the fast
             # path, authorization and Flask all see the one path.
             path = path[:-1]
-        fast_id = self._fast_path.schema_id(method, path, query, scope["headers"])
+        fast_id = (self._fast_path.schema_id(method, path, query, scope["headers"])
+                   if path.startswith(fast_path_module.PREFIX) else None)
         guard = self._door.guard
         if fast_id is not None:
             exchange.endpoint = fast_path_module.ENDPOINT
@@ -238,7 +240,7 @@ class AsgiBridge:
                 raise _refusal(denied) from None
             if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
                 return
-        request_body = await self._read_body(scope, receive, held)
+        request_body = await self._read_body(scope, receive, held, facts)
         raw_uri = path + ("?" + query.decode("latin-1") if query else "")
         if guard is not None:
             assert exchange.access is not None
@@ -249,7 +251,7 @@ class AsgiBridge:
                 raise _refusal(denied) from None
         memo, memo_key, position = self._memo, None, None
         if memo is not None and method in read_memo.METHODS:
-            content_type = _negotiated(scope["headers"])
+            content_type = facts.negotiated()
             if content_type is not None:
                 memo_key = memo.key(method, path, query, request_body, content_type,
                                     guard.viewer(exchange.access) if guard is not None else None)
@@ -317,20 +319,15 @@ class AsgiBridge:
             method=method, target=target, status=status, result=result, node=self._door.node_url,
             forwarded_by=access.forwarded_by if access is not None else ""))
 
-    async def _read_body(self, scope: dict[str, Any], receive: Any, held: list[int]) -> bytes:
+    async def _read_body(self, scope: dict[str, Any], receive: Any, held: list[int],
+                         facts: _HeaderFacts) -> bytes:
         """The whole request body. Raises _Refused when it is larger than allowed, when
         all bodies in flight would exceed their budget, or when it stops arriving."""
         limits = self._limits
-        framed = False
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                framed = True
-                if value.isdigit() and int(value) > limits.max_request_bytes:
-                    raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes",
-                                   "body_too_large")
-            elif name == b"transfer-encoding":
-                framed = True
-        if not framed and scope.get("http_version", "1.1").startswith("1"):
+        if facts.declared > limits.max_request_bytes:
+            raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes",
+                           "body_too_large")
+        if not facts.framed and scope.get("http_version", "1.1").startswith("1"):
             # HTTP/1.x: without Content-Length or Transfer-Encoding there is no body
             # (RFC 9112 6.3). Not asking saves a timer and a wait per bodiless request.
             return b""
@@ -452,10 +449,36 @@ async def _send_error(send: Any, status: int, message: str, error_code: int,
     await send({"type": "http.response.body", "body": body})
 
 
-def _negotiated(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The content type the Accept header(s) choose (None: 406, which Flask answers)."""
-    accept = [value.decode("latin-1") for name, value in headers if name == b"accept"]
-    return response_type(",".join(accept)) if accept else V1_JSON
+class _HeaderFacts:
+    """What the bridge needs of a request's headers, read in one pass: their size (431),
+    whether a body is framed and the largest Content-Length declared (413), and the
+    Accept values (the type a kept answer is kept under)."""
+
+    __slots__ = ("size", "framed", "declared", "_accept")
+
+    def __init__(self, headers: list[tuple[bytes, bytes]]) -> None:
+        size, framed, declared = 0, False, -1
+        accept: list[bytes] | None = None
+        for name, value in headers:
+            size += len(name) + len(value)
+            if name == b"content-length":
+                framed = True
+                if value.isdigit():
+                    # Past 19 digits, larger than any limit (and int() would refuse 4,300).
+                    declared = max(declared, int(value) if len(value) < 20 else 1 << 64)
+            elif name == b"transfer-encoding":
+                framed = True
+            elif name == b"accept":
+                if accept is None:
+                    accept = []
+                accept.append(value)
+        self.size, self.framed, self.declared, self._accept = size, framed, declared, accept
+
+    def negotiated(self) -> str | None:
+        """The content type the Accept header(s) choose (None: 406, which Flask answers)."""
+        if self._accept is None:
+            return V1_JSON
+        return response_type(",".join(value.decode("latin-1") for value in self._accept))
 
 
 def _refusal(denied: Denied) -> _Refused:

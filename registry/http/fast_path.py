@@ -19,10 +19,10 @@ from registry.http.bodies import schema_body
 from registry.http.negotiation import V1_JSON, response_type
 from registry.service import RegistryService
 
-_PREFIX = "/schemas/ids/"
+PREFIX = "/schemas/ids/"  # the bridge asks `schema_id` only for paths under it
 # The bridge asks `plain_answer` only for a path of this prefix and digits (every other
 # request pays one startswith, and /schemas/ids/{id}/versions one isdigit more).
-RAW_PREFIX = _PREFIX.encode()
+RAW_PREFIX = PREFIX.encode()
 RAW_PREFIX_LENGTH = len(RAW_PREFIX)
 _CONTENT_TYPE = (b"content-type", V1_JSON.encode())
 # The Flask endpoint (and route argument) serving the same request: what the fast path
@@ -52,12 +52,12 @@ class SchemaByIdFastPath:
 
         Only requests whose Accept header (if any) negotiates our default type have it:
         the others need another Content-Type, or a 406, from Flask."""
-        if method != "GET" or query or not path.startswith(_PREFIX):
+        if method != "GET" or query or not path.startswith(PREFIX):
             return None
         for name, value in headers:
             if name == b"accept" and response_type(value.decode("latin-1")) != V1_JSON:
                 return None
-        digits = path[len(_PREFIX):]
+        digits = path[len(PREFIX):]
         # isascii: str.isdigit() also takes "²" (a raw 0xB2 byte in the path), which int() refuses.
         if not digits.isascii() or not digits.isdigit() or len(digits) > 10:
             return None

@@ -105,6 +105,13 @@ def test_a_chunked_body_over_the_limit_is_413(client):
     assert_refused(answer, 413, 413)
 
 
+@pytest.mark.parametrize("declared", ["9" * 25, "9" * 5000])
+def test_a_content_length_of_any_number_of_digits_past_the_limit_is_413(client, declared):
+    # 5,000 digits: more than int() converts (4,300) without raising.
+    answer = client.request("POST", "/subjects/big/versions", b"{}", headers={"Content-Length": declared})
+    assert_refused(answer, 413, 413)
+
+
 # ---- subjects Confluent refuses ---------------------------------------------------------
 
 
