@@ -63,20 +63,17 @@ class SchemaByIdFastPath:
             return None
         return digits
 
-    def plain_answer(self, raw_path: bytes, headers: Iterable[tuple[bytes, bytes]],
+    def plain_answer(self, digits: bytes, headers: Iterable[tuple[bytes, bytes]],
                      max_header_bytes: int) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
-        """The response (headers, body) to a `GET` of `raw_path` with no query string,
-        when it is the plainest fast-path request there is: the path exactly
-        `/schemas/ids/` and at most 10 ASCII digits, no Accept header asking for another
-        type, headers within `max_header_bytes`, and the node ready and knowing the id.
-        Else None, and the request takes the whole way in (which applies every check
-        again, and answers anything else). The bridge's first step, before any other:
-        it does as little as the answer allows (issue 17)."""
-        if not raw_path.startswith(RAW_PREFIX):
-            return None
-        digits = raw_path[len(RAW_PREFIX):]
-        # isascii: bytes.isdigit() is ASCII-only already; an empty id is not one.
-        if not digits.isdigit() or len(digits) > 10:
+        """The response (headers, body) to a `GET` of `/schemas/ids/` + `digits` with no
+        query string, which the bridge sends here when `digits` is all ASCII digits
+        (bytes.isdigit() knows no others), when it is the plainest fast-path request
+        there is: at most 10 digits, no Accept header asking for another type, headers
+        within `max_header_bytes`, and the node ready and knowing the id. Else None, and
+        the request takes the whole way in (which applies every check again, and answers
+        anything else). The bridge's first step, before any other: it does as little as
+        the answer allows (issue 17)."""
+        if len(digits) > 10:
             return None
         size = 0
         for name, value in headers:
