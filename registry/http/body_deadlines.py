@@ -32,6 +32,10 @@ class BodyDeadlines:
         """From now on, cancel `task` if it is still watched `timeout` seconds later."""
         waiting = self._waiting.get(loop)
         if waiting is None:
+            # A loop closed with its sweep still pending (a listener stopped, a loop per
+            # request in tests) would stay here for good: forget those first.
+            for closed in [other for other in self._waiting if other.is_closed()]:
+                self._waiting.pop(closed, None)
             waiting = self._waiting[loop] = {}
             loop.call_later(self.period, self._sweep, loop)
         waiting[task] = loop.time() + self.timeout

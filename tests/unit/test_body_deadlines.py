@@ -88,3 +88,16 @@ def test_loops_on_two_threads_are_swept_apart():
     for thread in threads:
         thread.join(5)
     assert results == {"a": "timed out", "b": "read"}
+
+
+def test_a_loop_closed_with_its_sweep_pending_is_forgotten():
+    deadlines = BodyDeadlines(30)
+
+    async def read_quickly() -> str:
+        arrives = asyncio.Event()
+        arrives.set()
+        return await read_body(deadlines, arrives)
+
+    for _ in range(3):  # a loop each, closed before its sweep runs (as a test client does)
+        assert asyncio.run(read_quickly()) == "read"
+    assert len(deadlines._waiting) == 1, "only the last loop's entry, not one per loop ever seen"
