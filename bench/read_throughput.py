@@ -168,12 +168,14 @@ HOT_CALLS = [
 ]
 
 
-def hot_calls(runs: int, duration: int, before: Path | None) -> None:
+def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> None:
     """Every hot call of issue 17's table against the bare ASGI floor and our id path, all
     servers up at once and measured round-robin (ours, the floor, and `before` if given)."""
     work = Path(tempfile.mkdtemp())
     scripts = []
     for index, (label, lua) in enumerate(HOT_CALLS):
+        if index and only not in label:
+            continue
         script = work / f"call-{index}.lua"
         script.write_text(lua if lua is not None else _lookup_lua())
         scripts.append((label, script))
@@ -304,6 +306,8 @@ def main() -> None:
                         help="also measure this checkout (its .venv/bin/schema-registry), alternating runs with ours")
     parser.add_argument("--calls", action="store_true",
                         help="every hot call of issue 17 against the bare ASGI floor (and --before)")
+    parser.add_argument("--only", default="",
+                        help="with --calls: only the calls whose label holds this text (and the id path)")
     parser.add_argument("--security", action="store_true",
                         help="measure the cost of authentication, authorization and metrics instead")
     args = parser.parse_args()
@@ -313,7 +317,7 @@ def main() -> None:
         security(args.runs, args.duration)
         return
     if args.calls:
-        hot_calls(args.runs, args.duration, args.before)
+        hot_calls(args.runs, args.duration, args.before, args.only)
         return
     work = Path(tempfile.mkdtemp())
     script = work / "ids.lua"
