@@ -55,3 +55,14 @@ def test_every_view_and_hook_is_synchronous(client):
                                  *app.teardown_request_funcs.values()))
     assert len(hooks) > 40
     assert not [f for f in hooks if inspect.iscoroutinefunction(f)]
+
+
+def test_the_router_remembers_short_paths_only(client):
+    router = client.bridge._door.router
+    router._memo.clear()
+    long_subject = "s" * 600
+    for subject in ("short", long_subject):
+        assert client.post(f"/subjects/{subject}/versions", {"schema": '"string"'}).status == 200
+    assert ("POST", "/subjects/short/versions") in router._memo
+    assert all(len(path) <= 512 for _, path in router._memo), "a long path is matched, never kept"
+    assert client.get(f"/subjects/{long_subject}/versions").json() == [1]
