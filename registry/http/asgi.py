@@ -134,10 +134,11 @@ class AsgiBridge:
         self._on_close = on_close
         self._door = door
         self._memo = memo
-        # Routing before dispatch is for authorization and the audit, and it spares
-        # Flask its own matching: the router remembers the paths a client asks again and
-        # again, where Werkzeug's matcher costs ~40 us each time.
-        self._routed = door.router is not None
+        # Routing before anything else is for authorization and the audit. Without
+        # them a request is routed only on its way to Flask (a kept answer needs no
+        # route), which spares Flask its own matching: the router remembers the paths
+        # a client asks again and again, where Werkzeug's matcher costs ~40 us each time.
+        self._routed = door.router is not None and (door.guard is not None or door.audit is not None)
         # Without authentication every reader may read any id (with it, the guard's
         # remembered decisions are the way: `_serve`). Only reads take the lane, and the
         # audit logs only changes.
@@ -268,6 +269,10 @@ class AsgiBridge:
         if exchange.access is not None:
             environ[ACCESS_KEY] = exchange.access
         route = exchange.route
+        if route is None and not self._routed and self._door.router is not None:
+            route = exchange.route = self._door.router.match(method, path)
+            if route is not None:
+                exchange.endpoint = route.endpoint
         if route is not None and route.rule is not None:
             environ[ROUTE_KEY] = (route.rule, dict(route.arguments))  # Flask routes no more
         if method in _NEVER_BLOCK and (route is None or route.endpoint not in self._door.off_loop):
@@ -461,8 +466,9 @@ async def _send_error(send: Any, status: int, message: str, error_code: int,
 
 class _HeaderFacts:
     """What the bridge needs of a request's headers, read in one pass: their size (431),
-    whether a body is framed and the largest Content-Length declared (413), and the
-    Accept values (the type a kept answer is kept under)."""
+    whether a body is framed, the largest Content-Length declared (413) and the body's
+    length where the head fixes it, and the Accept values (the type a kept answer is
+    kept under)."""
 
     __slots__ = ("size", "framed", "declared", "length", "_accept")
 
