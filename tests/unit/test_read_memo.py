@@ -197,3 +197,18 @@ def test_route_matches_are_remembered_and_bounded():
     assert len(router._memo) <= routing._MEMO_SIZE
     with pytest.raises(TypeError):
         first.arguments["subject"] = "other"  # shared between requests: read-only
+
+
+def test_the_least_recently_read_answer_goes_first_and_sizes_add_up():
+    kept = ReadMemo(lambda: 0, lambda: True, max_bytes=3 * 1400)
+    keys = [kept.key("GET", f"/subjects/s{n}/versions", b"", b"", "t", None) for n in range(4)]
+    for key in keys[:3]:
+        kept.keep(key, 0, "subjects.list_versions", [], b"x" * 1000)
+    assert kept.get(keys[0]) is not None  # read: now the most recently used
+    kept.keep(keys[3], 0, "subjects.list_versions", [], b"x" * 1000)
+    assert [kept.get(key) is not None for key in keys] == [True, False, True, True]
+    kept.keep(keys[2], 0, "subjects.list_versions", [], b"y" * 1000)  # kept again: counted once
+    assert kept._bytes == sum(answer.size for answer in kept._kept.values()) <= 3 * 1400
+    # Larger than everything the memo may hold: not kept, and nothing else is dropped for it.
+    kept.keep(kept.key("GET", "/schemas", b"", b"", "t", None), 0, "schemas.list_schemas", [], b"z" * 5000)
+    assert len(kept) == 3
