@@ -31,8 +31,8 @@ class Route(NamedTuple):
 # Matches remembered, by (method, path): a client's hot path asks the same few paths
 # again and again, and Werkzeug's matcher costs ~40 us a request. Emptied when full, so
 # paths that never repeat (an attacker's) cost a match each and bounded memory: every
-# request is routed here, so only paths up to _MEMO_PATH_CHARS are remembered (at most
-# ~2 MiB of them, where 16 KiB targets would have been 64 MiB).
+# request that reaches Flask is routed here, so only paths up to _MEMO_PATH_CHARS are
+# remembered (at most ~2 MiB of them, where 16 KiB targets would have been 64 MiB).
 _MEMO_SIZE = 4096
 _MEMO_PATH_CHARS = 512
 
