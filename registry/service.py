@@ -181,14 +181,20 @@ class RegistryService:
     def config_in_scope(self, subject: str | None) -> ConfigValue:
         """The config that applies to `subject`: its own, else its context's, else the
         global one, with the compatibility level resolved the same way."""
+        level = self.compatibility_for(subject) if subject is not None else self.global_compatibility()
+        return replace(self._config_record(subject), compatibility_level=level.value, subject=subject)
+
+    def _config_record(self, subject: str | None) -> ConfigValue:
+        """The config record that applies to `subject` as stored (its own, else its
+        context's, else the global one; an empty one if none): what a registration reads
+        its contracts and compatibility group from, without `config_in_scope`'s resolved
+        copy (a dataclass replace, four per registration)."""
         found = self._cache.config(subject) if subject is not None else None
         if found is None and subject is not None and subject[:2] == ":.":
             found = self._cache.config(context_subject(subject))
         if found is None:
             found = self._cache.config(None)
-        level = self.compatibility_for(subject) if subject is not None else self.global_compatibility()
-        base = found or ConfigValue(None)
-        return replace(base, compatibility_level=level.value, subject=subject)
+        return found or _NO_CONFIG
 
     def set_compatibility(self, subject: str | None, level: str) -> CompatibilityLevel:
         value = self.set_config(subject, ConfigUpdate(compatibility_level=level))
@@ -709,7 +715,7 @@ class RegistryService:
         """Confluent's maybeSetMetadataRuleSet: the request's metadata and rules (else the
         previous version's) between the config's defaults and overrides; `confluent:version`
         follows the version when the request names one or the metadata carries it."""
-        config = self.config_in_scope(subject)
+        config = self._config_record(subject)
         specific_md = request.metadata if request.metadata is not None else (
             previous.metadata if previous is not None else None)
         specific_rs = request.rule_set if request.rule_set is not None else (
@@ -789,7 +795,7 @@ class RegistryService:
         parsing."""
         level = self.compatibility_for(subject)
         live = self._visible_versions(subject, deleted=False)
-        group = self.config_in_scope(subject).compatibility_group
+        group = self._config_record(subject).compatibility_group
         if group:
             wanted = metadata.property(group) if metadata is not None else None
             live = [v for v in live if (v.metadata.property(group) if v.metadata is not None else None) == wanted]
@@ -1103,6 +1109,9 @@ def _merged_config(old: ConfigValue, subject: str | None, update: ConfigUpdate, 
 
 def _text(parsed: ParsedSchema, normalize: bool) -> str:
     return parsed.normalized() if normalize else parsed.canonical()
+
+
+_NO_CONFIG = ConfigValue(None)  # frozen: shared by every subject without a config record
 
 
 def _level(name: str) -> CompatibilityLevel:
