@@ -418,6 +418,10 @@ def test_every_accepted_or_denied_change_is_audited(secured: NodeClient, files: 
 
 def test_metrics_count_requests_and_rejections(secured: NodeClient):
     secured.get("/subjects")
+    # Its own id read: the node is shared by the module's tests, and run alone this one
+    # read no id before (it relied on the tests before it).
+    schema_id = register(secured, "team-a.metrics")
+    assert secured.get(f"/schemas/ids/{schema_id}", headers=basic("alice")).status == 200
     secured.post("/subjects/team-b.m/versions", {"schema": SCHEMA}, headers=basic("alice"))
     text = secured.get("/metrics", headers=basic("root")).body.decode()
     assert 'schema_registry_http_rejected_requests_total{reason="unauthenticated"}' in text
