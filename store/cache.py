@@ -163,6 +163,10 @@ class Cache:
         self._key_bytes: dict[tuple[object, ...], bytes | dict[bytes, None]] = {}
         self._max_id = 0
         self.conflicts = 0  # records that tried to give an existing id other content
+        # Ids whose entry went (the last version using one hard-deleted or given another
+        # id), counted after the entry is gone: an id's content never changes while it
+        # is here, so an answer derived from it stays true until this moves.
+        self.id_removals = 0
         self._fence: FenceValue | None = None
         # The latest DELETE_SUBJECT / CLEAR_SUBJECT value per subject, to re-state them.
         self._subject_records: dict[tuple[type, str], Value] = {}
@@ -333,6 +337,7 @@ class Cache:
         with self._entries_lock:
             stored = ids.pop(schema_id, None) if ids is not None else None
         if stored is not None:
+            self.id_removals += 1
             # `_id_by_content` and `_id_by_md5` keep the id: the same content registered
             # again gets it back (an id names one content forever).
             for ref in stored.references:

@@ -89,7 +89,7 @@ def build_asgi(node_: Node) -> AsgiBridge:
     metrics_ = NodeMetrics(node_) if settings.metrics_enabled else None
     audit = AuditLog(settings.audit_log_file) if settings.audit_log_file else None
     app = create_app(node_, forwarder, guard_, metrics_)
-    fast_path = SchemaByIdFastPath(node_.service, node_.writer.caught_up)
+    fast_path = SchemaByIdFastPath(node_.service, node_.writer.caught_up, cache)
     limits = Limits(max_request_bytes=settings.max_request_bytes,
                     max_inflight_bytes=settings.max_inflight_request_bytes,
                     body_timeout=settings.request_body_timeout_seconds)

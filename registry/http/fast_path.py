@@ -12,12 +12,14 @@ unchanged, so errors keep one way out. Never blocks.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import orjson
 
 from registry.http.bodies import schema_body
-from registry.http.negotiation import V1_JSON, response_type
+from registry.http.negotiation import V1_JSON, answers_default, response_type
 from registry.service import RegistryService
+from store.cache import Cache
 
 PREFIX = "/schemas/ids/"  # the bridge asks `schema_id` only for paths under it
 # The bridge asks `plain_answer` only for a path of this prefix and digits (every other
@@ -25,6 +27,7 @@ PREFIX = "/schemas/ids/"  # the bridge asks `schema_id` only for paths under it
 RAW_PREFIX = PREFIX.encode()
 RAW_PREFIX_LENGTH = len(RAW_PREFIX)
 _CONTENT_TYPE = (b"content-type", V1_JSON.encode())
+_ZERO = ord("0")
 # The Flask endpoint (and route argument) serving the same request: what the fast path
 # is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
 ENDPOINT = "schemas.get_schema"
@@ -32,12 +35,21 @@ ARGUMENT = "schema_id_text"
 
 
 class SchemaByIdFastPath:
-    def __init__(self, service: RegistryService, ready: Callable[[], bool]) -> None:
+    def __init__(self, service: RegistryService, ready: Callable[[], bool], cache: Cache) -> None:
         self._service = service
         self._ready = ready
+        self._cache = cache
         # Per id: the stored schema the body was built from, the body, and the response
         # headers (their Content-Length), so an answer repeats no work.
         self._memo: dict[int, tuple[object, bytes, list[tuple[bytes, bytes]]]] = {}
+        # The plain read's answers (headers, body) by the id's digits as sent, once the
+        # node is ready (it stays so): a read answered from here is a dict hit, where
+        # checking readiness and the cache's entry for the id cost four calls. An id's
+        # content never changes while the cache has it; when an id goes, the cache's
+        # `id_removals` moves and every answer is dropped (`plain_answer`). Bounded as
+        # `_memo` is, by the ids the log has held.
+        self._answers: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._removals_seen = cache.id_removals
 
     def answer(self, method: str, path: str, query: bytes,
                headers: Iterable[tuple[bytes, bytes]] = ()) -> bytes | None:
@@ -64,26 +76,43 @@ class SchemaByIdFastPath:
         return digits
 
     def plain_answer(self, digits: bytes, headers: Iterable[tuple[bytes, bytes]],
-                     max_header_bytes: int) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
-        """The response (headers, body) to a `GET` of `/schemas/ids/` + `digits` with no
-        query string, which the bridge sends here when `digits` is all ASCII digits
-        (bytes.isdigit() knows no others), when it is the plainest fast-path request
-        there is: at most 10 digits, no Accept header asking for another type, headers
-        within `max_header_bytes`, and the node ready and knowing the id. Else None, and
-        the request takes the whole way in (which applies every check again, and answers
-        anything else). The bridge's first step, before any other: it does as little as
-        the answer allows (issue 17)."""
-        if len(digits) > 10:
-            return None
+                     max_header_bytes: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The response, as its two ASGI messages (start, body), to a `GET` of
+        `/schemas/ids/` + `digits` with no query string, which the bridge sends here when
+        `digits` is all ASCII digits (bytes.isdigit() knows no others), when it is the
+        plainest fast-path request there is: at most 10 digits, no Accept header asking
+        for another type, headers within `max_header_bytes`, and the node ready and
+        knowing the id. Else None, and the request takes the whole way in (which applies
+        every check again, and answers anything else). The bridge's first step, before
+        any other: it does as little as the answer allows (issue 17). The messages are
+        shared between requests: send them, never change them."""
         size = 0
         for name, value in headers:
             size += len(name) + len(value)
-            if name == b"accept" and response_type(value.decode("latin-1")) != V1_JSON:
+            if name == b"accept" and not answers_default(value):
                 return None
         if size > max_header_bytes:
             return None
+        # Read once, before any answer is built: an id removed after this read moves
+        # the count again, so an answer built meanwhile is dropped by the next request.
+        removals = self._cache.id_removals
+        if removals != self._removals_seen:
+            self._answers.clear()
+            self._removals_seen = removals
+        answer = self._answers.get(digits)
+        if answer is not None:
+            return answer
+        if len(digits) > 10:
+            return None
         entry = self._entry(int(digits))
-        return None if entry is None else (entry[2], entry[1])
+        if entry is None:
+            return None
+        # The two ASGI messages themselves, built once: servers read them, never change them.
+        answer = ({"type": "http.response.start", "status": 200, "headers": entry[2]},
+                  {"type": "http.response.body", "body": entry[1]})
+        if digits[0] != _ZERO:  # kept under the id's own digits only (`01` is read as 1)
+            self._answers[digits] = answer
+        return answer
 
     def body(self, digits: str) -> bytes | None:
         """The response body for the id `digits`, or None when the node is not ready or

@@ -38,12 +38,14 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from registry.http import fast_path
 from registry.node import Node
 from store.log import LogUnavailable
 
 log = logging.getLogger(__name__)
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_FIRST_BUCKET = BUCKETS[0]
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 _END_PROBE_SECONDS = 5.0
 
@@ -56,12 +58,16 @@ class _ThreadStats:
         self.durations: dict[tuple[str, str], list[float]] = {}  # bucket counts..., +Inf count, sum
         self.rejected: dict[str, int] = {}
         self.forwarded: dict[int, int] = {}
+        # The id lane's answers (`RequestStats.observe_lane`): bucket counts..., +Inf
+        # count, sum, count.
+        self.lane: list[float] = [0.0] * (len(BUCKETS) + 3)
 
 
 class RequestStats:
     """Request counters, kept per thread and summed at scrape time."""
 
-    def __init__(self) -> None:
+    def __init__(self, lane: tuple[str, str, int] = (fast_path.ENDPOINT, "GET", 200)) -> None:
+        self._lane = lane  # what `observe_lane` counts: route, method, status
         self._local = threading.local()
         self._all: list[_ThreadStats] = []
         self._lock = threading.Lock()  # only to register a new thread's stats
@@ -88,6 +94,18 @@ class RequestStats:
         timing[bisect.bisect_left(BUCKETS, seconds)] += 1
         timing[-1] += seconds
 
+    def observe_lane(self, seconds: float) -> None:
+        """`observe(*lane, seconds)` for the id lane's answers (the lane given at
+        construction): the one request a node answers most, at a third of the cost
+        (0.5 us against 1.4 us measured alone). Never blocks."""
+        try:
+            lane = self._local.stats.lane
+        except AttributeError:
+            lane = self._mine().lane
+        lane[0 if seconds <= _FIRST_BUCKET else bisect.bisect_left(BUCKETS, seconds)] += 1
+        lane[-2] += seconds
+        lane[-1] += 1
+
     def rejected(self, reason: str) -> None:
         stats = self._mine()
         stats.rejected[reason] = stats.rejected.get(reason, 0) + 1
@@ -112,6 +130,13 @@ class RequestStats:
                 total.rejected[reason] = total.rejected.get(reason, 0) + count
             for status, count in list(stats.forwarded.items()):
                 total.forwarded[status] = total.forwarded.get(status, 0) + count
+            lane = list(stats.lane)
+            if lane[-1]:
+                route, method, status = self._lane
+                total.requests[self._lane] = total.requests.get(self._lane, 0) + int(lane[-1])
+                into = total.durations.setdefault((route, method), [0.0] * (len(BUCKETS) + 2))
+                for i, value in enumerate(lane[:-1]):
+                    into[i] += value
         return total
 
 

@@ -29,11 +29,30 @@ def response_type(accept: str | None) -> str | None:
     found = _memo.get(accept, "")
     if found != "":
         return found
-    chosen = _choose(accept) if len(accept) <= _MAX_HEADER else V1_JSON
+    if len(accept) > _MAX_HEADER:
+        return V1_JSON  # not parsed, nor kept: the memo holds at most 256 x 4 KiB
+    chosen = _choose(accept)
     if len(_memo) >= _MEMO_SIZE:
         _memo.clear()
     _memo[accept] = chosen
     return chosen
+
+
+def answers_default(accept: bytes) -> bool:
+    """Whether an Accept header's raw value chooses our default type, as `response_type`
+    decides: for the id lane, which checks each request's header (a dict hit, where
+    decoding the value and asking `response_type` cost three calls more)."""
+    found = _default_memo.get(accept)
+    if found is None:
+        found = response_type(accept.decode("latin-1")) == V1_JSON
+        if len(accept) <= _MAX_HEADER:
+            if len(_default_memo) >= _MEMO_SIZE:
+                _default_memo.clear()
+            _default_memo[accept] = found
+    return found
+
+
+_default_memo: dict[bytes, bool] = {}
 
 
 def _choose(accept: str) -> str | None:

@@ -70,7 +70,7 @@ def test_the_memo_holds_about_a_body_per_id_not_a_serializer_buffer(client):
 
     fields = ",".join(f'{{"name":"f{i}","type":"long"}}' for i in range(10))
     ids = [register(client, f"s{n}", f'{{"type":"record","name":"R{n}","fields":[{fields}]}}') for n in range(50)]
-    fast = SchemaByIdFastPath(client.node.service, lambda: True)
+    fast = SchemaByIdFastPath(client.node.service, lambda: True, client.node.cache)
     tracemalloc.start()
     try:
         bodies = [fast.answer("GET", f"/schemas/ids/{i}", b"") for i in ids]
@@ -123,3 +123,50 @@ def test_the_plain_id_read_is_counted(client):
         assert client.get(f"/schemas/ids/{schema_id}").status == 200
     text = client.get("/metrics").body.decode()
     assert 'schema_registry_http_requests_total{method="GET",route="schemas.get_schema",status="200"} 3.0' in text
+
+
+def test_a_kept_plain_answer_goes_when_its_id_does(client):
+    kept = register(client, "kept", '"string"')
+    schema_id = register(client, "s", '"int"')
+    for _ in range(2):  # the second read is answered from the lane's kept answers
+        assert client.get(f"/schemas/ids/{schema_id}").status == 200
+    assert client.delete("/subjects/s").status == 200
+    assert client.delete("/subjects/s?permanent=true").status == 200
+    gone = client.get(f"/schemas/ids/{schema_id}")
+    assert gone.status == 404 and gone.json()["error_code"] == 40403, "answered from a kept answer"
+    assert client.get(f"/schemas/ids/{kept}").status == 200, "other ids are still answered"
+
+
+def test_an_answer_built_while_its_id_goes_is_not_kept(client):
+    """The lane reads the cache's removal count before building an answer: an id removed
+    after that read (here, right after the build) moves the count, and the next request
+    drops what was built, instead of answering from it for ever."""
+    schema_id = register(client, "s", '"string"')
+    cache = client.node.cache
+    fast = fast_path.SchemaByIdFastPath(client.node.service, lambda: True, cache)
+    build = fast._entry
+
+    def build_then_remove(number):
+        entry = build(number)
+        assert client.delete("/subjects/s").status == 200
+        assert client.delete("/subjects/s?permanent=true").status == 200
+        return entry
+
+    fast._entry = build_then_remove
+    digits = str(schema_id).encode()
+    assert fast.plain_answer(digits, [], 1024) is not None  # answered as it stood when asked
+    fast._entry = build
+    assert fast.plain_answer(digits, [], 1024) is None, "answered from an answer built for a removed id"
+
+
+def test_every_plain_id_read_is_timed_with_the_others(client):
+    schema_id = register(client, "s", '"string"')
+    for _ in range(3):
+        assert client.get(f"/schemas/ids/{schema_id}").status == 200
+    assert client.get(f"/schemas/ids/{schema_id}?fetchMaxId=false").status == 200  # through Flask
+    text = client.get("/metrics").body.decode()
+    assert 'schema_registry_http_requests_total{method="GET",route="schemas.get_schema",status="200"} 4.0' in text
+    assert ('schema_registry_http_request_duration_seconds_count{method="GET",route="schemas.get_schema"} 4.0'
+            in text)
+    assert ('schema_registry_http_request_duration_seconds_bucket{le="0.0005",method="GET",'
+            'route="schemas.get_schema"}') in text
