@@ -170,8 +170,8 @@ class AsgiBridge:
             started = _clock()
             answer = self._fast_path.plain_answer(digits, scope["headers"], self._max_header_bytes)
             if answer is not None:
-                await send(answer[0])
-                await send(answer[1])
+                await send({"type": "http.response.start", "status": 200, "headers": answer[2]})
+                await send({"type": "http.response.body", "body": answer[1]})
                 stats = self._stats
                 if stats is not None:
                     stats.observe_lane(_clock() - started)

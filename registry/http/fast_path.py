@@ -12,7 +12,6 @@ unchanged, so errors keep one way out. Never blocks.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import orjson
 
@@ -42,13 +41,13 @@ class SchemaByIdFastPath:
         # Per id: the stored schema the body was built from, the body, and the response
         # headers (their Content-Length), so an answer repeats no work.
         self._memo: dict[int, tuple[object, bytes, list[tuple[bytes, bytes]]]] = {}
-        # The plain read's answers (headers, body) by the id's digits as sent, once the
+        # The plain read's answers (`_memo`'s entries) by the id's digits as sent, once the
         # node is ready (it stays so): a read answered from here is a dict hit, where
         # checking readiness and the cache's entry for the id cost four calls. An id's
         # content never changes while the cache has it; when an id goes, the cache's
         # `id_removals` moves and every answer is dropped (`plain_answer`). Bounded as
         # `_memo` is, by the ids the log has held.
-        self._answers: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._answers: dict[bytes, tuple[object, bytes, list[tuple[bytes, bytes]]]] = {}
         self._removals_seen = cache.id_removals
 
     def answer(self, method: str, path: str, query: bytes,
@@ -76,16 +75,16 @@ class SchemaByIdFastPath:
         return digits
 
     def plain_answer(self, digits: bytes, headers: Iterable[tuple[bytes, bytes]],
-                     max_header_bytes: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The response, as its two ASGI messages (start, body), to a `GET` of
+                     max_header_bytes: int) -> tuple[object, bytes, list[tuple[bytes, bytes]]] | None:
+        """The response, as (the stored schema, body, headers), to a `GET` of
         `/schemas/ids/` + `digits` with no query string, which the bridge sends here when
         `digits` is all ASCII digits (bytes.isdigit() knows no others), when it is the
         plainest fast-path request there is: at most 10 digits, no Accept header asking
         for another type, headers within `max_header_bytes`, and the node ready and
         knowing the id. Else None, and the request takes the whole way in (which applies
         every check again, and answers anything else). The bridge's first step, before
-        any other: it does as little as the answer allows (issue 17). The messages are
-        shared between requests: send them, never change them."""
+        any other: it does as little as the answer allows (issue 17). The tuple is
+        shared between requests: read it, never change it."""
         size = 0
         for name, value in headers:
             size += len(name) + len(value)
@@ -107,12 +106,9 @@ class SchemaByIdFastPath:
         entry = self._entry(int(digits))
         if entry is None:
             return None
-        # The two ASGI messages themselves, built once: servers read them, never change them.
-        answer = ({"type": "http.response.start", "status": 200, "headers": entry[2]},
-                  {"type": "http.response.body", "body": entry[1]})
         if digits[0] != _ZERO:  # kept under the id's own digits only (`01` is read as 1)
-            self._answers[digits] = answer
-        return answer
+            self._answers[digits] = entry  # the memo's own tuple: ~70 bytes more per id
+        return entry
 
     def body(self, digits: str) -> bytes | None:
         """The response body for the id `digits`, or None when the node is not ready or
