@@ -176,11 +176,9 @@ class AsgiBridge:
                 if stats is not None:
                     stats.observe_lane(_clock() - started)
                 return
-        await self._whole_way(scope, receive, send)
-
-    async def _whole_way(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Every request but the id lane's: the limits, the route, the guard, the read
-        memo, then Flask; metrics and the audit whatever the outcome."""
+        # Every other request, in this same coroutine (another would cost each 0.4 us):
+        # the limits, the route, the guard, the read memo, then Flask; metrics and the
+        # audit whatever the outcome.
         held = [0]
         exchange = _Exchange()
         started = time.perf_counter()
