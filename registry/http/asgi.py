@@ -251,10 +251,17 @@ class AsgiBridge:
                 raise _refusal(denied) from None
             if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
                 return
-        request_body = await self._read_body(scope, receive, held, facts)
-        raw_uri = path + ("?" + query.decode("latin-1") if query else "")
+        # HTTP/1.x frames a body by its head (RFC 9112 6.3): without Content-Length or
+        # Transfer-Encoding, or with a length of 0, there is none to ask for (nor a
+        # coroutine to start for it: most reads).
+        http1 = scope.get("http_version", "1.1").startswith("1")
+        if http1 and (not facts.framed or facts.length == 0):
+            request_body = b""
+        else:
+            request_body = await self._read_body(receive, held, facts, http1)
         if guard is not None:
             assert exchange.access is not None
+            raw_uri = path + ("?" + query.decode("latin-1") if query else "")
             try:
                 guard.admit_body(exchange.access, method, raw_uri, request_body)
             except Denied as denied:
@@ -334,27 +341,21 @@ class AsgiBridge:
             method=method, target=target, status=status, result=result, node=self._door.node_url,
             forwarded_by=access.forwarded_by if access is not None else ""))
 
-    async def _read_body(self, scope: dict[str, Any], receive: Any, held: list[int],
-                         facts: _HeaderFacts) -> bytes:
-        """The whole request body. Raises _Refused when it is larger than allowed, when
-        all bodies in flight would exceed their budget, or when it stops arriving."""
+    async def _read_body(self, receive: Any, held: list[int], facts: _HeaderFacts, http1: bool) -> bytes:
+        """The whole request body of a request whose head frames one (`_serve` asks only
+        then on HTTP/1.x). Raises _Refused when it is larger than allowed, when all
+        bodies in flight would exceed their budget, or when it stops arriving."""
         limits = self._limits
         if facts.declared > limits.max_request_bytes:
             raise _Refused(413, f"Request body larger than the limit of {limits.max_request_bytes} bytes",
                            "body_too_large")
-        # HTTP/1.x frames a body by its head (RFC 9112 6.3): without Content-Length or
-        # Transfer-Encoding there is none, and with one Content-Length the body is whole
-        # once that many bytes have arrived. Granian hands a body over marked
-        # `more_body` and says it ended only in a second, empty message, each receive a
-        # hop to its runtime's thread and back: stopping at the declared length spares
-        # that hop (a bare app reading a 500-byte body served 15.5k requests a second,
-        # 21.5k stopping there; the lookup 1.3x, bench/read_throughput.py --calls). Not
-        # asking at all spares a timer too.
-        remaining = -1  # bytes of the body still to come, where the head says (else negative)
-        if scope.get("http_version", "1.1").startswith("1"):
-            if not facts.framed or facts.length == 0:
-                return b""
-            remaining = facts.length
+        # On HTTP/1.x, with one Content-Length the body is whole once that many bytes
+        # have arrived. Granian hands a body over marked `more_body` and says it ended
+        # only in a second, empty message, each receive a hop to its runtime's thread
+        # and back: stopping at the declared length spares that hop (a bare app reading
+        # a 500-byte body served 15.5k requests a second, 21.5k stopping there; the
+        # lookup 1.3x, bench/read_throughput.py --calls).
+        remaining = facts.length if http1 else -1  # still to come, where the head says (else negative)
         chunks: list[bytes] = []
         # One deadline for the whole body, swept per loop (body_deadlines: a timer per
         # request cost ~7 us more; an asyncio.timeout more still, wait_for a task per read).

@@ -19,7 +19,6 @@ the rules in force (`Guard.viewer`: listings show only what the caller may read)
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -65,8 +64,10 @@ class ReadMemo:
     @staticmethod
     def key(method: str, path: str, query: bytes, body: bytes, content_type: str,
             viewer: Hashable) -> Hashable:
-        digest = hashlib.blake2b(body, digest_size=16).digest() if body else b""
-        return (method, path, query, digest, content_type, viewer)
+        # The body itself, not a digest of it: a dict hashes and compares bytes exactly,
+        # at a sixth of the cost (0.2 us for a lookup's 500 bytes, blake2b 1.2-1.5). A kept
+        # answer is weighed with its key's body, so what the bound holds stays bounded.
+        return (method, path, query, body, content_type, viewer)
 
     def position(self) -> int | None:
         """The position an answer computed now would be kept under, or None when the node
@@ -96,7 +97,7 @@ class ReadMemo:
         # A copy: orjson's bytes keep its 4 KiB write buffer, whatever their length, and
         # what is kept must weigh what it is counted at.
         body = bytes(memoryview(body))
-        size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2])  # type: ignore[index]
+        size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2]) + len(key[3])  # type: ignore[index]
         if size > self._max_bytes:
             return
         kept = self._kept

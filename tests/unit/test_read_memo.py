@@ -212,3 +212,15 @@ def test_the_least_recently_read_answer_goes_first_and_sizes_add_up():
     # Larger than everything the memo may hold: not kept, and nothing else is dropped for it.
     kept.keep(kept.key("GET", "/schemas", b"", b"", "t", None), 0, "schemas.list_schemas", [], b"z" * 5000)
     assert len(kept) == 3
+
+
+def test_kept_lookups_are_weighed_with_their_bodies():
+    # A lookup's key holds its request body: many kept answers to distinct large bodies
+    # must stay within the bound, however small each answer is.
+    kept = ReadMemo(lambda: 0, lambda: True, max_bytes=64 * 1024)
+    for n in range(100):
+        body = b'{"schema": "%d%s"}' % (n, b" " * 10_000)
+        kept.keep(kept.key("POST", "/subjects/s", b"", body, "t", None), 0, "subjects.lookup_schema", [], b"{}")
+    assert kept._bytes == sum(answer.size for answer in kept._kept.values()) <= 64 * 1024
+    assert 0 < len(kept) <= 6, "each entry weighs its 10 KB body"
+    assert all(len(key[3]) > 10_000 for key in kept._kept), "the body is the key's, not a digest"
