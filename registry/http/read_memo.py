@@ -34,7 +34,7 @@ HOT = frozenset({
 })
 # Methods whose answers may be kept: reads, and the lookup (a POST that writes nothing).
 METHODS = frozenset({"GET", "POST"})
-_MAX_ENTRY_BYTES = 1 << 20  # a larger answer (a huge listing) is not worth keeping
+_MAX_ENTRY_BYTES = 1 << 20  # a larger answer (a huge listing, a huge lookup body) is not worth keeping
 _ENTRY_OVERHEAD = 256  # the key, the entry and the cache's own bookkeeping, roughly
 
 
@@ -92,14 +92,13 @@ class ReadMemo:
         """Keep Flask's 200 answer to `key`, computed at `position` (read before Flask ran:
         an answer that already saw a later record is then only ever served at the
         earlier position, which has passed by the time anyone waits on that record)."""
-        if endpoint not in HOT or len(body) > _MAX_ENTRY_BYTES:
+        # Weighed with its key: the path, the query and the request body it holds.
+        size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2]) + len(key[3])  # type: ignore[index]
+        if endpoint not in HOT or size > _MAX_ENTRY_BYTES or size > self._max_bytes:
             return
         # A copy: orjson's bytes keep its 4 KiB write buffer, whatever their length, and
         # what is kept must weigh what it is counted at.
         body = bytes(memoryview(body))
-        size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2]) + len(key[3])  # type: ignore[index]
-        if size > self._max_bytes:
-            return
         kept = self._kept
         with self._lock:
             replaced = kept.pop(key, None)

@@ -224,3 +224,8 @@ def test_kept_lookups_are_weighed_with_their_bodies():
     assert kept._bytes == sum(answer.size for answer in kept._kept.values()) <= 64 * 1024
     assert 0 < len(kept) <= 6, "each entry weighs its 10 KB body"
     assert all(len(key[3]) > 10_000 for key in kept._kept), "the body is the key's, not a digest"
+    # Nor is one lookup with a body past 1 MiB kept: it would push out everything else.
+    roomy = ReadMemo(lambda: 0, lambda: True)
+    huge = roomy.key("POST", "/subjects/s", b"", b" " * (1 << 20), "t", None)
+    roomy.keep(huge, 0, "subjects.lookup_schema", [], b"{}")
+    assert roomy.get(huge) is None and len(roomy) == 0
