@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install bytecode run test test-unit test-integration browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
+.PHONY: install native bytecode run test test-unit test-integration browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -20,7 +20,22 @@ $(TEST_STAMP): pyproject.toml $(STAMP)
 	touch $@
 
 ## install: create .venv and install the CLI at .venv/bin/schema-registry
-install: $(STAMP) bytecode
+install: $(STAMP) bytecode native
+
+# store/replay_native: the replay's common case compiled (a cold start applies every
+# record of the topic; bench/cold_start.py), built with cargo where it is found and put
+# beside store/cache.py, which falls back to Python without it (as in a wheel or an
+# image). Cargo builds only what changed.
+CARGO := $(shell command -v cargo 2>/dev/null || ls $(HOME)/.cargo/bin/cargo 2>/dev/null)
+native: $(STAMP)
+ifeq ($(CARGO),)
+	@echo "make native: cargo not found: the replay runs in Python (slower cold starts)"
+else
+	PYO3_PYTHON=$(CURDIR)/$(BIN)/python $(CARGO) build --quiet --release --locked \
+	  --manifest-path store/replay_native/Cargo.toml --target-dir $(VENV)/cargo-target
+	cp $(VENV)/cargo-target/release/lib_replay_native.so \
+	  store/_replay_native$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+endif
 
 # An editable install leaves our modules uncompiled, and where PYTHONDONTWRITEBYTECODE is
 # set (as on CI) every start compiles them again: ~70 ms of each cold start
@@ -34,7 +49,7 @@ run: install
 	$(BIN)/schema-registry serve $(CONFIG)
 
 ## test: install what the tests need, fetch Kafka and ZooKeeper, run every test
-test: $(TEST_STAMP) bytecode infra-fetch js-fetch
+test: $(TEST_STAMP) bytecode native infra-fetch js-fetch
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
 ## browser: Debian's chromium for the web UI tests (tests/api/test_web_ui.py, Playwright
@@ -49,7 +64,7 @@ browser:
 
 test: browser
 
-test-unit: $(TEST_STAMP)
+test-unit: $(TEST_STAMP) native
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
 
 test-integration: $(TEST_STAMP) infra-fetch

@@ -54,6 +54,13 @@ from store.records import (
 
 log = logging.getLogger(__name__)
 
+try:
+    # The replay's common case compiled (store/replay_native, built by `make install`
+    # where cargo is found). Without it the Python path applies every record.
+    from store._replay_native import apply_plain_run as _native_plain_run
+except ImportError:
+    _native_plain_run = None
+
 
 @dataclass(frozen=True, slots=True)
 class StoredSchema:
@@ -124,7 +131,10 @@ def qualify_reference(referrer: str, subject: str) -> str:
 class Cache:
     """Lookup maps over the applied log. See the module docstring for threading."""
 
-    def __init__(self) -> None:
+    def __init__(self, native: bool = True) -> None:
+        # `apply_plain_run`, or None where the compiled module is missing or `native` is
+        # False (tests replay both ways): the reader then applies every record itself.
+        self.plain_run = self.apply_plain_run if native and _native_plain_run is not None else None
         # Ids are numbered per context (Confluent's contexts): context -> id -> content.
         self._ids: dict[str, dict[int, _IdEntry]] = {DEFAULT_CONTEXT: {}}
         self._schemas = self._ids[DEFAULT_CONTEXT]  # the default context, the hot path
@@ -218,6 +228,24 @@ class Cache:
             self._drop_version(subject, version)
         elif type(value) is PlainSchemaValue or type(value) is SchemaValue:
             self._put_version(subject, version, value)
+
+    def apply_plain_run(self, records: list, position: int, start: int) -> tuple[int, int]:
+        """Apply `records[position:]` (LogRecords) while each is a SCHEMA record that only
+        adds a version with a new id in the default context, exactly as `apply_schema`
+        would; skip those below offset `start`. Returns (the position of the first record
+        not taken, how many were applied). Compiled: see store/replay_native."""
+        # The lock for the whole run, as `_put_version` takes it per record: the native
+        # code holds the GIL throughout, so readers see the run whole or not at all.
+        with self._entries_lock:
+            end, applied, top, new_ids, entries = _native_plain_run(
+                records, position, start, self._key_bytes, self._schemas, self._versions, self._users,
+                PlainSchemaValue, "SCHEMA", "AVRO")
+        if applied:
+            self._md5_pending.extend(new_ids)
+            self._content_pending.extend(entries)
+            if top > self._max_id:
+                self._max_id = top
+        return end, applied
 
     def _soft_delete_up_to(self, subject: str, version: int) -> None:
         versions = self._versions.get(subject, {})

@@ -145,7 +145,17 @@ class LogReader:
         # the record unpacked, not looked up attribute by attribute.
         apply, apply_schema = self._cache.apply, self._cache.apply_schema
         misplaced_latest = self.misplaced_latest
-        for offset, raw_key, raw_value, expected in batch.records:
+        records, plain_run = batch.records, self._cache.plain_run
+        position, count = 0, len(records)
+        while position < count:
+            if plain_run is not None and not misplaced_latest:
+                # The common records compiled, up to the first that needs the rules below.
+                position, taken = plain_run(records, position, start)
+                applied += taken
+                if position >= count:
+                    break
+            offset, raw_key, raw_value, expected = records[position]
+            position += 1
             if offset < start:
                 continue  # a waiting writer applied it while we were reading
             applied += 1
