@@ -264,3 +264,17 @@ def test_the_compiled_code_only_adds():
     end, taken = cache.plain_run(records, 3, 0)
     assert (end, taken) == (3, 0), "an id in use stops the run"
     assert cache.schema_by_id(2).schema == '"string"' and cache.max_id == 2
+
+
+def test_long_runs_parsed_ahead_stop_and_resume_at_odd_records():
+    """After 1,024 records taken in a row, the rest of a run is parsed ahead by a second
+    thread, in windows of 512 to 4,096: an odd record stops the run wherever it falls in
+    a window (the parsing thread is told to end), and the next run starts after it."""
+    pairs = [plain(f"lead-{n}", 1, 100_000 + n) for n in range(1100)]
+    for n, odd in enumerate(ODD_RECORDS[::16]):
+        pairs.append(odd)
+        pairs += [plain(f"s{n}-{m}", 1, 200_000 + 10_000 * n + m) for m in range(1100 + 211 * n)]
+    native, taken = replay(as_log(pairs), native=True, batch=len(pairs))
+    python, _ = replay(as_log(pairs), native=False, batch=len(pairs))
+    assert native == python
+    assert taken >= len(pairs) - 2 * len(ODD_RECORDS[::16])
