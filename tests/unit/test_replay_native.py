@@ -267,9 +267,8 @@ def test_the_compiled_code_only_adds():
 
 
 def test_long_runs_parsed_ahead_stop_and_resume_at_odd_records():
-    """After 1,024 records taken in a row, the rest of a run is parsed ahead by a second
-    thread, in windows of 512 to 4,096: an odd record stops the run wherever it falls in
-    a window (the parsing thread is told to end), and the next run starts after it."""
+    """Long runs of plain records (a topic being caught up with), each ended by an odd
+    record at another place in the run, and taken up again after it."""
     pairs = [plain(f"lead-{n}", 1, 100_000 + n) for n in range(1100)]
     for n, odd in enumerate(ODD_RECORDS[::16]):
         pairs.append(odd)

@@ -20,7 +20,6 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
-use std::sync::mpsc::{sync_channel, Receiver};
 use sonic_rs::{JsonContainerTrait, JsonValueTrait, Value};
 
 /// What `decode_schema_record` gives for a plain SCHEMA record, not yet Python objects.
@@ -172,68 +171,11 @@ fn new_entry<'py>(
     }
 }
 
-/// Records per message from the parsing thread to the applying one.
-const CHUNK: usize = 32;
-/// A run is decoded where it is applied, record by record, until `PARALLEL_AFTER` in a
-/// row were taken; then, while at least `PARALLEL_FROM` remain, in windows decoded
-/// ahead by a second thread, from `FIRST_WINDOW` records doubling to `LAST_WINDOW`. A
-/// run that stops early (a topic mixing kinds of records) so wastes little: once
-/// parallel, at most a window's gathering and two chunks decoded past the stop.
-const PARALLEL_AFTER: usize = 1024;
-const PARALLEL_FROM: usize = 512;
-const FIRST_WINDOW: usize = 512;
-const LAST_WINDOW: usize = 4096;
-
-/// `decode`, where a panic (a bug, in sonic-rs or here) leaves the record to Python
-/// instead of unwinding into the reader.
-fn decode_guarded(input: Option<(&[u8], &[u8])>) -> Option<Plain> {
-    let (raw_key, raw_value) = input?;
-    std::panic::catch_unwind(|| decode(raw_key, raw_value)).ok().flatten()
-}
-
-/// The decoded records of a window, in order: decoded here, one at a time, or by a
-/// parsing thread ahead of the applying one.
-enum Decoded<'a> {
-    Here(std::slice::Iter<'a, Option<(&'a [u8], &'a [u8])>>),
-    Ahead(Receiver<Vec<Option<Plain>>>, std::vec::IntoIter<Option<Plain>>),
-}
-
-impl Decoded<'_> {
-    fn next(&mut self) -> Option<Plain> {
-        match self {
-            Decoded::Here(inputs) => decode_guarded(*inputs.next()?),
-            Decoded::Ahead(chunks, current) => loop {
-                if let Some(item) = current.next() {
-                    return item;
-                }
-                *current = chunks.recv().ok()?.into_iter();
-            },
-        }
-    }
-}
-
-/// A window's records and their bytes (None: a tombstone, or not bytes).
-type Held<'py> = Vec<(Bound<'py, PyTuple>, Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>)>;
-
-/// What applying a run has built so far.
-struct Run<'py> {
-    index: usize,
-    applied: usize,
-    max_id: i64,
-    new_ids: Bound<'py, PyList>,
-    new_entries: Bound<'py, PyList>,
-}
-
 /// Apply `records[position:]` (LogRecord tuples: offset, key, value, expected offset)
 /// while each is one this code takes (see the module comment), skipping those below
 /// `start`. Returns (the position it stopped at, how many it applied, the largest id
 /// applied or 0, the ids applied in order, the entries applied in order); the caller
 /// appends the last two to the cache's pending queues.
-///
-/// A long run (catching up) is decoded by a second thread while this one, holding the
-/// GIL throughout, builds and inserts the Python objects: on two cores the two halves
-/// of the work overlap. The parsing thread reads only the records' bytes, which the
-/// list keeps alive and nothing can change while the GIL is held here.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn apply_plain_run<'py>(
@@ -252,116 +194,60 @@ fn apply_plain_run<'py>(
     if !entry_type.is_subclass_of::<PyTuple>()? {
         return Err(PyTypeError::new_err("entry_type must be a tuple subclass"));
     }
-    let maps = Maps { key_bytes, ids, versions, users, entry_type, schema_keytype, avro };
-    let mut run = Run { index: position, applied: 0, max_id: 0, new_ids: PyList::empty(py),
-                        new_entries: PyList::empty(py) };
-    let count = records.len();
-    let mut window = 0; // 0: decoded here, a record at a time
-    while run.index < count {
-        if window == 0 && run.index - position >= PARALLEL_AFTER && count - run.index >= PARALLEL_FROM {
-            window = FIRST_WINDOW;
-        }
-        let size = if window == 0 { 1 } else { (count - run.index).min(window) };
-        let mut held: Held<'py> = Vec::with_capacity(size);
-        for index in run.index..run.index + size {
-            let record = records.get_item(index)?.downcast_into::<PyTuple>()?;
-            if record.len() != 4 {
-                break; // not a LogRecord: Python's
-            }
-            let raw_key = record.get_item(1)?.downcast_into::<PyBytes>().ok();
-            let raw_value = record.get_item(2)?.downcast_into::<PyBytes>().ok();
-            held.push((record, raw_key.zip(raw_value)));
-        }
-        let whole = held.len() == size;
-        let inputs: Vec<Option<(&[u8], &[u8])>> =
-            held.iter().map(|(_, bytes)| bytes.as_ref().map(|(k, v)| (k.as_bytes(), v.as_bytes()))).collect();
-        let finished = if window == 0 {
-            apply_window(py, &held, Decoded::Here(inputs.iter()), start, &maps, &mut run)?
-        } else {
-            window = (window * 2).min(LAST_WINDOW);
-            std::thread::scope(|scope| {
-                let (sender, receiver) = sync_channel::<Vec<Option<Plain>>>(1);
-                let ahead = &inputs;
-                let parser = std::thread::Builder::new().name("replay-parse".into()).spawn_scoped(scope, move || {
-                    for chunk in ahead.chunks(CHUNK) {
-                        let parsed = chunk.iter().map(|input| decode_guarded(*input)).collect();
-                        if sender.send(parsed).is_err() {
-                            return; // the run stopped: the rest is Python's
-                        }
-                    }
-                });
-                let decoded = match parser {
-                    Ok(_) => Decoded::Ahead(receiver, Vec::new().into_iter()),
-                    Err(_) => Decoded::Here(inputs.iter()),
-                };
-                // Returning drops `decoded` (the receiver), which ends the parsing
-                // thread; the scope then waits for it.
-                apply_window(py, &held, decoded, start, &maps, &mut run)
-            })?
-        };
-        if !finished || !whole {
-            break;
-        }
-    }
-    Ok((run.index, run.applied, run.max_id, run.new_ids, run.new_entries))
-}
-
-/// The cache's maps and the constants entries are built with.
-struct Maps<'a, 'py> {
-    key_bytes: &'a Bound<'py, PyDict>,
-    ids: &'a Bound<'py, PyDict>,
-    versions: &'a Bound<'py, PyDict>,
-    users: &'a Bound<'py, PyDict>,
-    entry_type: &'a Bound<'py, PyType>,
-    schema_keytype: &'a Bound<'py, PyString>,
-    avro: &'a Bound<'py, PyString>,
-}
-
-/// Apply `held`, decoded by `decoded`, into `run` while each record is taken; true
-/// if all were.
-fn apply_window<'py>(
-    py: Python<'py>,
-    held: &Held<'py>,
-    mut decoded: Decoded<'_>,
-    start: i64,
-    maps: &Maps<'_, 'py>,
-    run: &mut Run<'py>,
-) -> PyResult<bool> {
-    let Maps { key_bytes, ids, versions, users, entry_type, schema_keytype, avro } = *maps;
+    let new_ids = PyList::empty(py);
+    let new_entries = PyList::empty(py);
     let empty = PyTuple::empty(py).into_any();
     let none = py.None().into_bound(py);
-    for (record, bytes) in held {
-        let plain = decoded.next(); // in step with `held`, taken or not
+    let mut applied = 0usize;
+    let mut max_id = 0i64;
+    let mut index = position;
+    let count = records.len();
+    while index < count {
+        let record = records.get_item(index)?;
+        let record = record.downcast::<PyTuple>()?;
+        if record.len() != 4 {
+            break;
+        }
         let offset: i64 = record.get_item(0)?.extract()?;
         if offset < start {
-            run.index += 1; // a waiting writer applied it (the reader's own rule)
+            index += 1; // a waiting writer applied it (the reader's own rule)
             continue;
         }
         let expected = record.get_item(3)?;
         if !expected.is_none() && expected.extract::<i64>().ok() != Some(offset) {
-            return Ok(false); // dropped by the reader, which also remembers its key
+            break; // dropped by the reader, which also remembers its key
         }
-        let (Some((raw_key, _)), Some(plain)) = (bytes, plain) else {
-            return Ok(false); // a tombstone, not bytes, or not a plain SCHEMA record
+        let raw_key_obj = record.get_item(1)?;
+        let raw_value_obj = record.get_item(2)?;
+        let (Ok(raw_key), Ok(raw_value)) = (raw_key_obj.downcast::<PyBytes>(), raw_value_obj.downcast::<PyBytes>())
+        else {
+            break; // a tombstone (None), or not bytes
+        };
+        // A panic (a bug, in sonic-rs or here) leaves the record to Python instead of
+        // unwinding into the reader.
+        let (key_slice, value_slice) = (raw_key.as_bytes(), raw_value.as_bytes());
+        let decoded = std::panic::catch_unwind(|| decode(key_slice, value_slice));
+        let Ok(Some(plain)) = decoded else {
+            break;
         };
         if plain.subject.starts_with(":.") {
-            return Ok(false); // another context: its own maps
+            break; // another context: its own maps
         }
         let id = plain.id.into_pyobject(py)?.into_any();
         if ids.contains(&id)? || users.contains(&id)? {
-            return Ok(false); // an id in use: content to compare, users to add
+            break; // an id in use: content to compare, users to add
         }
         let subject = PyString::new(py, &plain.subject);
         let version = plain.version.into_pyobject(py)?.into_any();
         let identity = PyTuple::new(py, [schema_keytype.as_any(), subject.as_any(), &version])?;
         if key_bytes.contains(&identity)? {
-            return Ok(false); // a key seen before: byte forms to keep, a version to replace
+            break; // a key seen before: byte forms to keep, a version to replace
         }
         let subject_versions = match versions.get_item(&subject)? {
             Some(existing) => {
                 let existing = existing.downcast_into::<PyDict>()?;
                 if existing.contains(&version)? {
-                    return Ok(false);
+                    break;
                 }
                 Some(existing)
             }
@@ -401,15 +287,15 @@ fn apply_window<'py>(
         };
         subject_versions.set_item(&version, &entry)?;
         users.set_item(&id, PyTuple::new(py, [subject.as_any(), &version])?)?;
-        run.new_ids.append(&id)?;
-        run.new_entries.append(&entry)?;
-        if plain.id > run.max_id {
-            run.max_id = plain.id;
+        new_ids.append(&id)?;
+        new_entries.append(&entry)?;
+        if plain.id > max_id {
+            max_id = plain.id;
         }
-        run.applied += 1;
-        run.index += 1;
+        applied += 1;
+        index += 1;
     }
-    Ok(true)
+    Ok((index, applied, max_id, new_ids, new_entries))
 }
 
 #[pymodule]
