@@ -15,6 +15,8 @@ Uses the broker named by KAFKA_BOOTSTRAP, or starts one (`make infra-fetch` firs
 With `--before CHECKOUT` another checkout's registry (its .venv/bin/schema-registry) is
 started too, in the same rounds, and the two are compared.
 
+The last lines say which side replays with the compiled module (`make native`).
+
 Usage: python bench/cold_start.py [--schemas 100000] [--runs 3] [--before CHECKOUT]
 """
 from __future__ import annotations
@@ -119,6 +121,13 @@ def ours(bootstrap: str, topic: str, cli: Path = CLI) -> tuple[float, int]:
         return elapsed, rss_kib(pid)
 
 
+def replay_kind(checkout: Path) -> str:
+    """Whether `checkout` replays with the compiled module (`make native`) or in Python."""
+    if any((checkout / "store").glob("_replay_native*.so")):
+        return "compiled (store/replay_native)"
+    return "Python (store/replay_native not built)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--schemas", type=int, default=100_000)
@@ -155,10 +164,11 @@ def main() -> int:
     print(f"  reference (bare confluent-kafka consumer, process start -> end of topic): {floor_s:.2f} s")
     print(f"  ratio ours / reference: {ours_s / floor_s:.2f}")
     print(f"  RSS once ready (supervisor + worker): {statistics.median(rss) / 1024:.0f} MiB")
+    print(f"  replay: {replay_kind(ROOT)}")
     if before:
         before_s = statistics.median(before)
         print(f"  {args.before}: {before_s:.2f} s ({before_s / floor_s:.2f}x the reference); "
-              f"this checkout / it: {ours_s / before_s:.2f}")
+              f"this checkout / it: {ours_s / before_s:.2f}; its replay: {replay_kind(args.before)}")
     return 0
 
 
