@@ -9,7 +9,9 @@ any Python registry on librdkafka pays just to consume the records. Issue 3's go
 ready in 5 s or less.
 
 The topic is filled directly in Confluent's format (one SCHEMA record per subject,
-~600-byte Avro records), with a batching producer.
+~600-byte Avro records), with a batching producer; with `--headers` each record also
+carries the two headers our registry writes (a topic it wrote itself), which the bare
+consumer does not read.
 
 Uses the broker named by KAFKA_BOOTSTRAP, or starts one (`make infra-fetch` first).
 With `--before CHECKOUT` another checkout's registry (its .venv/bin/schema-registry) is
@@ -17,7 +19,7 @@ started too, in the same rounds, and the two are compared.
 
 The last lines say which side replays with the compiled module (`make native`).
 
-Usage: python bench/cold_start.py [--schemas 100000] [--runs 3] [--before CHECKOUT]
+Usage: python bench/cold_start.py [--schemas 100000] [--runs 3] [--before CHECKOUT] [--headers]
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ import infra  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from store.kafka_log import EXPECTED_OFFSET_HEADER, ORIGIN_HEADER, encode_expected_offset  # noqa: E402
 from store.records import SchemaKey, SchemaValue, encode_key, encode_value  # noqa: E402
 
 GOAL_SECONDS = 5.0
@@ -83,15 +86,17 @@ def broker() -> Iterator[str]:
             server.stop(timeout=15)
 
 
-def fill(bootstrap: str, topic: str, count: int) -> None:
-    """Create a compacted one-partition topic holding `count` schema records."""
+def fill(bootstrap: str, topic: str, count: int, headers: bool = False) -> None:
+    """Create a compacted one-partition topic holding `count` schema records; with
+    `headers`, each carries the two headers our registry writes (origin, expected offset)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
                          "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000})
     for n in range(1, count + 1):
         key = SchemaKey(f"subject-{n}", 1)
-        producer.produce(topic, key=encode_key(key), partition=0,
+        stamp = [(ORIGIN_HEADER, b"http://127.0.0.1:8081"), (EXPECTED_OFFSET_HEADER, encode_expected_offset(n - 1))]
+        producer.produce(topic, key=encode_key(key), partition=0, headers=stamp if headers else None,
                          value=encode_value(SchemaValue(key.subject, 1, n, avro_record(n))))
         if n % 10_000 == 0:
             producer.poll(0)
@@ -133,6 +138,8 @@ def main() -> int:
     parser.add_argument("--schemas", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before", type=Path, help="another checkout, started in the same rounds")
+    parser.add_argument("--headers", action="store_true",
+                        help="records carry our registry's two headers, as a topic it wrote does")
     args = parser.parse_args()
     # Ours starts from compiled modules, as it does installed from a wheel (pip compiles
     # them) and as the reference's confluent-kafka does: a checkout run with
@@ -142,7 +149,7 @@ def main() -> int:
     with broker() as bootstrap:
         topic = f"_schemas_bench_{uuid.uuid4().hex[:8]}"
         began = time.monotonic()
-        fill(bootstrap, topic, args.schemas)
+        fill(bootstrap, topic, args.schemas, args.headers)
         print(f"filled {topic} with {args.schemas:,} schema records in {time.monotonic() - began:.1f} s")
         ready, rss, floor, before = [], [], [], []
         for run in range(args.runs):
