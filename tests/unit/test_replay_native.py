@@ -8,8 +8,10 @@ Python path would decode to a plain value and only add, and leave the rest to Py
 """
 from __future__ import annotations
 
+import json
 import shutil
 from collections import deque
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +22,12 @@ from store.memory_log import MemoryLog
 from store.reader import LogReader
 from store.records import LogRecord
 
+# Where `make native` looks for cargo.
+CARGO = shutil.which("cargo") or (str(Path.home() / ".cargo/bin/cargo") if (Path.home() / ".cargo/bin/cargo").exists()
+                                  else None)
+
 pytestmark = pytest.mark.skipif(
-    cache_module._native_plain_run is None and shutil.which("cargo") is None,
+    cache_module._native_plain_run is None and CARGO is None,
     reason="store/replay_native is not built and cargo is not on this machine to build it")
 
 KEY = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
@@ -141,14 +147,8 @@ ODD_RECORDS: list[tuple[bytes, bytes | None]] = [
 def plain(subject: str, version: int, schema_id: int, schema: str = '"string"') -> tuple[bytes, bytes]:
     k = f'{{"keytype":"SCHEMA","subject":"{subject}","version":{version},"magic":1}}'.encode()
     v = (f'{{"subject":"{subject}","version":{version},"id":{schema_id},'
-         f'"schema":{_json_string(schema)},"deleted":false}}').encode()
+         f'"schema":{json.dumps(schema)},"deleted":false}}').encode()
     return k, v
-
-
-def _json_string(text: str) -> str:
-    import json
-
-    return json.dumps(text)
 
 
 def snapshot(cache: Cache, reader: LogReader) -> dict[str, object]:
