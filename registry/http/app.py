@@ -4,21 +4,16 @@
     app = create_app(node, forwarder)  # the Flask app behind it
 
 No domain rules live here and no module holds global state: build as many apps as
-you like. Every error leaves through `_answer_error`: the registry's own
-(`registry.errors`, one type per Confluent code), the store's (`NotWriter` becomes a
-forward to the leader, `RecordTooLarge` 42209, `StoreTimeout` 50002, `LogUnavailable`
-50001), Werkzeug's HTTP
-errors, and anything unexpected (a 500 without a traceback).
+you like. Every error leaves through `_answer_error`, by `error_answers` (which the bridge's
+direct views share); `NotWriter` becomes a forward to the leader.
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Request, Response, request
 from flask.ctx import RequestContext
-from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter, Map, MapAdapter, Rule
 from urllib.parse import quote, unquote
 
@@ -26,6 +21,8 @@ from registry import errors
 from registry.audit import AuditLog
 from registry.http.asgi import ENDPOINT_KEY, RECEIVED, AsgiBridge, FrontDoor, Limits
 from registry.http.bodies import error_response, json_response
+from registry.http.direct import DirectViews
+from registry.http.error_answers import error_answer
 from registry.http.context import (
     DESCRIPTION_EXTENSION,
     GUARD_EXTENSION,
@@ -41,16 +38,14 @@ from registry.http.metrics import NodeMetrics
 from registry.http.negotiation import response_type
 from registry.http.openapi import describe
 from registry.http.read_memo import ReadMemo
-from registry.http.routes import BLUEPRINTS
+from registry.http.routes import BLUEPRINTS, DIRECT_VIEWS
 from registry.http.routing import ROUTE_KEY, Router
 from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
 from registry.http.security.tls import client_context
 from registry.node import Node
 from registry.subjects import normalize_subject
-from store.log import LogUnavailable, RecordTooLarge
-from store.writer import REQUEST_STARTED, NotWriter, StoreTimeout
+from store.writer import REQUEST_STARTED
 
-log = logging.getLogger(__name__)
 
 _STARTED_TOKEN = "registry.started_token"
 # Answered before the node has caught up with the log, so orchestrators can probe it.
@@ -103,8 +98,9 @@ def build_asgi(node_: Node) -> AsgiBridge:
                 part.close()
 
     memo = ReadMemo(lambda: reader.next_offset, node_.writer.caught_up)
+    direct = DirectViews(node_.service, DIRECT_VIEWS, node_.writer.caught_up, settings.max_request_bytes)
     return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=close, door=door,
-                      memo=memo)
+                      memo=memo, direct=direct)
 
 
 def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
@@ -147,27 +143,12 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
 
     @app.errorhandler(Exception)
     def _answer_error(exc: Exception) -> Response:
-        # One handler for everything, so the mapping reads top to bottom. (Errors raised
-        # in an error handler would skip the other handlers: this one returns them.)
-        if isinstance(exc, errors.RegistryError):
-            return error_response(exc)
-        if isinstance(exc, NotWriter):
+        # One handler for everything (errors raised in an error handler would skip the
+        # other handlers), and one mapping, which the bridge's direct views share.
+        answer = error_answer(exc, max_request_bytes, f"{request.method} {request.path}")
+        if answer is None:
             return _forward(forwarder)
-        if isinstance(exc, RecordTooLarge):
-            return error_response(errors.SchemaTooLarge(f"Write failed because schema is too large: {exc}"))
-        if isinstance(exc, StoreTimeout):
-            return error_response(errors.StoreTimeout(f"Timed out on the schema log: {exc}"))
-        if isinstance(exc, LogUnavailable):
-            return error_response(errors.StoreError(f"The schema log is unavailable: {exc}"))
-        if isinstance(exc, HTTPException):
-            status = exc.code or 500
-            if status == 413:
-                message = f"Request body larger than the limit of {max_request_bytes} bytes"
-            else:
-                message = f"HTTP {status} {exc.name}"
-            return json_response({"error_code": status, "message": message}, status)
-        log.exception("unexpected error serving %s %s", request.method, request.path)
-        return json_response({"error_code": 50001, "message": "Internal error in the schema registry"}, 500)
+        return json_response(*answer)
 
     return app
 

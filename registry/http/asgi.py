@@ -4,7 +4,8 @@ Granian's WSGI interface gives apps only the percent-decoded path, which cannot 
 the subject `a/b` (sent as `a%2Fb`) from two path segments. Its ASGI interface
 carries `raw_path`. This bridge answers the `GET /schemas/ids/{id}` fast path and
 every other read directly on the event loop (reads only touch the in-memory cache),
-and runs writes, which wait on the log, through the Flask app on a pool of threads.
+and runs writes, which wait on the log, on a pool of threads: registrations by their
+direct view (`registry.http.direct`), the others through the Flask app.
 Flask routes on the path exactly as the client sent it (still percent-encoded, in
 `PATH_INFO`); the subject converter decodes each segment. The original request
 target is also in `RAW_URI`, for forwarding.
@@ -39,6 +40,7 @@ from registry.audit import AuditEvent, AuditLog
 from registry.http import fast_path as fast_path_module
 from registry.http.bodies import CONTENT_TYPE
 from registry.http.body_deadlines import BodyDeadlines
+from registry.http.direct import DirectViews
 from registry.http.fast_path import SchemaByIdFastPath
 from registry.http import read_memo
 from registry.http.metrics import RequestStats
@@ -124,8 +126,10 @@ class AsgiBridge:
 
     def __init__(self, wsgi_app: Any, fast_path: SchemaByIdFastPath, threads: int,
                  limits: Limits = Limits(), on_close: Callable[[], None] = lambda: None,
-                 door: FrontDoor = FrontDoor(), memo: ReadMemo | None = None) -> None:
+                 door: FrontDoor = FrontDoor(), memo: ReadMemo | None = None,
+                 direct: DirectViews | None = None) -> None:
         self._wsgi_app = wsgi_app
+        self._direct = direct
         self._fast_path = fast_path
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
         self._limits = limits
@@ -280,15 +284,26 @@ class AsgiBridge:
                     await send({"type": "http.response.body", "body": kept.body})
                     return
                 position = memo.position()
-        environ = self._environ(scope, path, request_body)
-        environ[RECEIVED] = received
-        if exchange.access is not None:
-            environ[ACCESS_KEY] = exchange.access
         route = exchange.route
         if route is None and not self._routed and self._door.router is not None:
             route = exchange.route = self._door.router.match(method, path)
             if route is not None:
                 exchange.endpoint = route.endpoint
+        direct = self._direct
+        if direct is not None and route is not None and (view := direct.view_for(route.endpoint)) is not None:
+            content_type = facts.negotiated()  # None: 406, which Flask answers
+            answer = None if content_type is None else await asyncio.get_running_loop().run_in_executor(
+                self._pool, direct.answer, view, route.arguments, method, path, query, scope["headers"],
+                request_body, received, content_type)
+            if answer is not None:
+                exchange.status = answer[0]
+                await send({"type": "http.response.start", "status": answer[0], "headers": answer[1]})
+                await send({"type": "http.response.body", "body": answer[2]})
+                return
+        environ = self._environ(scope, path, request_body)
+        environ[RECEIVED] = received
+        if exchange.access is not None:
+            environ[ACCESS_KEY] = exchange.access
         if route is not None and route.rule is not None:
             environ[ROUTE_KEY] = (route.rule, dict(route.arguments))  # Flask routes no more
         if method in _NEVER_BLOCK and (route is None or route.endpoint not in self._door.off_loop):

@@ -4,6 +4,7 @@ Everything here is about HTTP's shape of the domain's values; no rule lives here
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -139,11 +140,15 @@ def references_body(refs: tuple[SchemaReference, ...]) -> list[dict[str, Any]]:
 
 def json_body() -> dict[str, Any]:
     """The request body as a JSON object, or a 4xx error."""
-    mimetype = request.mimetype
+    return parse_json_body(request.mimetype, request.get_data(cache=True))
+
+
+def parse_json_body(mimetype: str, raw: bytes) -> dict[str, Any]:
+    """A body of type `mimetype` (parameters left out, lower case; "" when none was
+    given) as a JSON object, or a 4xx error."""
     if mimetype and mimetype not in ACCEPTED_BODY_TYPES:
         raise errors.UnsupportedMediaType(
             f"Unsupported content type {mimetype}; use {CONTENT_TYPE} or application/json")
-    raw = request.get_data(cache=True)
     try:
         body = orjson.loads(raw or b"null")
     except orjson.JSONDecodeError as exc:
@@ -155,7 +160,12 @@ def json_body() -> dict[str, Any]:
 
 def flag(name: str, default: bool = False) -> bool:
     """A boolean query parameter, read as Confluent's (JAX-RS) server does."""
-    value = request.args.get(name)
+    return flag_in(request.args, name, default)
+
+
+def flag_in(args: Mapping[str, str], name: str, default: bool = False) -> bool:
+    """`flag`, from query parameters `args` (a MultiDict: `get` gives the first value)."""
+    value = args.get(name)
     return default if value is None else value.strip().lower() == "true"
 
 

@@ -6,10 +6,13 @@ from registry.http.routes.contexts import context_routes
 from registry.http.routes.imports import import_routes
 from registry.http.routes.observability import observability_routes
 from registry.http.routes.schemas import schema_routes
-from registry.http.routes.subjects import subject_routes
+from registry.http.routes.subjects import DIRECT as SUBJECT_DIRECT, subject_routes
 from registry.http.routes.ui import ui_routes
 
 BLUEPRINTS = (subject_routes, schema_routes, config_routes, context_routes, association_routes, cluster_routes,
               import_routes, observability_routes, ui_routes)
 
-__all__ = ["BLUEPRINTS"]
+# Endpoints the bridge answers without Flask, by the same view function (registry.http.direct).
+DIRECT_VIEWS = {**SUBJECT_DIRECT}
+
+__all__ = ["BLUEPRINTS", "DIRECT_VIEWS"]

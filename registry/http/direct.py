@@ -1,0 +1,101 @@
+"""Writes the bridge answers without Flask: its direct views.
+
+Registering is every producer's first call for each schema, and Flask's request
+machinery (its request context, `request.args`, the Response object, the WSGI
+environ built for it) was a fifth of the registry's CPU per registration (issue 17).
+A direct view is the same function Flask's view calls (`routes.subjects.register_answer`),
+found by the endpoint Flask's own URL map matched (`routing.Router`): there is one
+routing table and one view. The bridge has already done what every request shares
+(limits, authentication and authorization, metrics, the audit); what Flask's
+`before_request` adds is done here too: the Accept header's type (the bridge asks only
+when one is acceptable), readiness, and the request's receipt time for the write's
+timeout. Errors leave through the one mapping (`error_answers`).
+
+Anything else goes to Flask, unchanged: a node not ready, a query string that is not
+UTF-8 (Werkzeug's reading of it decides), and a write this node may not append
+(`NotWriter`), which Flask forwards to the leader. Nothing is appended before
+`NotWriter` is raised, so Flask's second attempt is the only one that can write.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+import werkzeug.urls  # noqa: F401  (registers the "werkzeug.url_quote" codec error handler)
+from werkzeug.datastructures import ImmutableMultiDict
+from werkzeug.http import parse_options_header
+
+from registry.http.error_answers import error_answer
+from registry.service import RegistryService
+from store.writer import REQUEST_STARTED
+
+# (status, headers, body) as the bridge sends them.
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class DirectRequest:
+    """What a direct view reads of a request, each part as Flask's request gives it."""
+
+    arguments: Mapping[str, Any]  # the route's converted path arguments (`subject` decoded)
+    args: Mapping[str, str]  # the query parameters (`request.args`: `get` gives the first)
+    mimetype: str  # the Content-Type, less parameters, lower case (`request.mimetype`)
+    body: bytes
+
+
+DirectView = Callable[[RegistryService, DirectRequest], Any]
+
+
+class DirectViews:
+    """The direct views of one node (`views`, by Flask endpoint), answering on the
+    bridge's pool threads. Thread-safe: holds no state of its own."""
+
+    def __init__(self, service: RegistryService, views: Mapping[str, DirectView], ready: Callable[[], bool],
+                 max_request_bytes: int) -> None:
+        self._service = service
+        self._views = dict(views)
+        self._ready = ready
+        self._max_request_bytes = max_request_bytes
+
+    def view_for(self, endpoint: str) -> DirectView | None:
+        return self._views.get(endpoint)
+
+    def answer(self, view: DirectView, arguments: Mapping[str, Any], method: str, path: str, query: bytes,
+               headers: Iterable[tuple[bytes, bytes]], body: bytes, received: float,
+               content_type: str) -> Answer | None:
+        """The answer of `view` to this request, typed `content_type` (what its Accept
+        header chose), or None when Flask must answer it. `received`: when the request
+        came in (time.monotonic()), from which a write's timeout counts. Blocks as the
+        view does (a write waits on the log); run it on a pool thread."""
+        if not self._ready():
+            return None
+        try:
+            args = ImmutableMultiDict(parse_qsl(query.decode(), keep_blank_values=True,
+                                                errors="werkzeug.url_quote")) if query else _NO_ARGS
+        except UnicodeDecodeError:
+            return None
+        mimetype = ""
+        for name, value in headers:
+            if name == b"content-type":  # the last one, as the WSGI environ keeps it
+                mimetype = value.decode("latin-1")
+        if mimetype:
+            mimetype = parse_options_header(mimetype)[0].lower()
+        token = REQUEST_STARTED.set(received)
+        try:
+            status, result = 200, view(self._service, DirectRequest(arguments, args, mimetype, body))
+        except Exception as exc:  # every error leaves through the one mapping
+            mapped = error_answer(exc, self._max_request_bytes, f"{method} {path}")
+            if mapped is None:
+                return None  # NotWriter: Flask forwards it to the leader
+            result, status = mapped
+        finally:
+            REQUEST_STARTED.reset(token)
+        data = orjson.dumps(result)
+        return status, [(b"content-type", content_type.encode("latin-1")),
+                        (b"content-length", b"%d" % len(data))], data
+
+
+_NO_ARGS: ImmutableMultiDict[str, str] = ImmutableMultiDict()

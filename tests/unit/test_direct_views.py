@@ -1,0 +1,202 @@
+"""Registrations answered by the bridge's direct view must answer exactly what Flask's
+view answers: the same status, headers and body, byte for byte, for every request.
+
+Two nodes on in-memory logs get the same requests in the same order: one whose bridge
+answers registrations directly, one whose bridge sends everything to Flask. Their
+answers must be identical, and the first must have answered from the direct view.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from registry import errors
+from registry.http.direct import DirectViews
+from store.writer import REQUEST_STARTED, NotWriter
+from tests.asgi_client import NodeClient
+
+RECORD = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
+RECORD_WIDER = json.dumps({"type": "record", "name": "R", "fields": [
+    {"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": ""}]})
+RECORD_BREAKING = json.dumps({"type": "record", "name": "R", "fields": [{"name": "z", "type": "long"}]})
+JSON_SCHEMA = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+NAMESPACED = '{{"type":"record","name":"{}","namespace":"a","fields":[{{"name":"x","type":"int"}}]}}'
+PROTO = 'syntax = "proto3";\nmessage M { int32 a = 1; }\n'
+
+V = "/subjects/{}/versions"
+
+# (method, target, body, headers): sent in order to both nodes.
+REQUESTS: list[tuple[str, str | bytes, object, dict[str, str] | None]] = [
+    ("POST", V.format("s"), {"schema": RECORD}, None),
+    ("POST", V.format("s"), {"schema": RECORD}, None),  # already registered: the same version
+    ("POST", V.format("s"), {"schema": RECORD_WIDER}, None),
+    ("POST", V.format("s"), {"schema": RECORD_BREAKING}, None),  # 409
+    # Normalizing qualifies the names: each of these stores another text when it applies.
+    ("POST", V.format("n") + "?normalize=true", {"schema": NAMESPACED.format("B1")}, None),
+    ("POST", V.format("n1") + "?normalize=TRUE%20", {"schema": NAMESPACED.format("B2")}, None),
+    ("POST", V.format("n2") + "?normalize=false&normalize=true", {"schema": NAMESPACED.format("B3")}, None),
+    ("POST", V.format("n3") + "?verbose=1&normalize", {"schema": NAMESPACED.format("B4")}, None),
+    ("POST", V.format("n4") + "?normalize=true&normalize=false", {"schema": NAMESPACED.format("B5")}, None),
+    ("POST", V.format("bad"), b"{not json", None),
+    ("POST", V.format("bad"), b"[1, 2]", None),
+    ("POST", V.format("bad"), b"", None),
+    ("POST", V.format("bad"), b"null", None),
+    ("POST", V.format("bad"), {"schema": RECORD}, {"Content-Type": "text/plain"}),
+    ("POST", V.format("ct"), {"schema": '"bytes"'}, {"Content-Type": "Application/JSON; charset=utf-8"}),
+    ("POST", V.format("ct2"), {"schema": '"bytes"'}, {"Content-Type": "application/octet-stream"}),
+    ("POST", V.format("ct3"), {"schema": '"bytes"'}, {"Content-Type": ""}),
+    ("POST", V.format("acc"), {"schema": '"float"'}, {"Accept": "application/json"}),
+    ("POST", V.format("acc"), {"schema": '"float"'}, {"Accept": "application/vnd.schemaregistry+json; q=0.9, */*;q=0.1"}),
+    ("POST", V.format("acc"), {"schema": '"float"'}, {"Accept": "text/html"}),  # 406
+    ("POST", V.format("bad"), {"schema": "{"}, None),  # 42201
+    ("POST", V.format("bad"), {"schema": ""}, None),
+    ("POST", V.format("bad"), {"schema": 5}, None),
+    ("POST", V.format("bad"), {"schema": '"int"', "schemaType": 7}, None),
+    ("POST", V.format("bad"), {"schema": '"int"', "schemaType": "XML"}, None),
+    ("POST", V.format("js"), {"schema": JSON_SCHEMA, "schemaType": "json"}, None),
+    ("POST", V.format("pb"), {"schema": PROTO, "schemaType": "PROTOBUF"}, None),
+    ("POST", V.format("ref"), {"schema": '{"type":"record","name":"U","fields":[{"name":"r","type":"R"}]}',
+                               "references": [{"name": "R", "subject": "s", "version": 1}]}, None),
+    ("POST", V.format("ref"), {"schema": '"int"', "references": [{"name": "x", "subject": "nope", "version": 1}]},
+     None),
+    ("POST", V.format("ref"), {"schema": '"int"', "references": "no"}, None),
+    ("POST", V.format("md"), {"schema": '"int"', "metadata": {"properties": {"owner": "team"}}}, None),
+    ("POST", V.format("md"), {"metadata": {"properties": {"owner": "other"}}}, None),  # contract only
+    ("POST", V.format("md"), {"schema": '"int"', "metadata": {"properties": 3}}, None),
+    ("POST", V.format("md"), {"schema": '"int"', "ruleSet": {"domainRules": [{"name": ""}]}}, None),
+    ("POST", V.format("md"), {"schema": '"int"', "ruleSet": {"domainRules": [
+        {"name": "r1", "kind": "CONDITION", "type": "CEL", "mode": "WRITE", "expr": "true"}]}}, None),
+    ("POST", V.format("imp"), {"schema": '"int"', "id": 100, "version": 1}, None),  # not in import mode
+    ("POST", V.format("imp"), {"schema": '"int"', "id": 1 << 40}, None),
+    ("POST", V.format("imp"), {"schema": '"int"', "version": "1"}, None),
+    ("POST", V.format("a%2Fb"), {"schema": '"double"'}, None),
+    ("POST", V.format("%C3%A9t%C3%A9"), {"schema": '"double"'}, None),
+    ("POST", V.format(":.ctx:s"), {"schema": '"double"'}, None),
+    ("POST", V.format(":.ctx:s2"), {"schema": '"double"'}, None),
+    ("POST", V.format("%FF"), {"schema": '"double"'}, None),
+    ("POST", V.format("q") + "?normalize=%FF", {"schema": '"boolean"'}, None),
+    ("POST", V.format("q").encode() + b"?normalize=\xff", {"schema": '"boolean"'}, None),  # not UTF-8: Flask
+    ("PUT", "/mode/ro", {"mode": "READONLY"}, None),
+    ("POST", V.format("ro"), {"schema": '"int"'}, None),
+    ("PUT", "/mode/ro", {"mode": "IMPORT"}, None),
+    ("POST", V.format("ro"), {"schema": '"int"', "id": 500, "version": 3}, None),
+    ("POST", V.format("ro"), {"schema": '"int"'}, None),
+    ("POST", V.format("s"), {"schema": RECORD}, None),  # still the same version
+    ("GET", V.format("s"), None, None),
+    ("GET", "/schemas/ids/1", None, None),
+]
+
+
+def _answers(client: NodeClient) -> list[tuple[int, dict[str, str], bytes]]:
+    return [(a.status, a.headers, a.body) for a in
+            (client.request(method, target, body, headers=headers) for method, target, body, headers in REQUESTS)]
+
+
+@pytest.fixture
+def pair():
+    # A short store timeout: forwarding to a leader nobody serves gives up within it.
+    short = {"kafkastore.timeout.ms": "1000"}
+    with NodeClient(**short) as direct, NodeClient(**short) as flask_only:
+        flask_only.bridge._direct = None  # every request through Flask
+        yield direct, flask_only
+
+
+def _counting(client: NodeClient) -> list[object]:
+    """The answers the direct view gives (None: it left the request to Flask)."""
+    views: DirectViews = client.bridge._direct
+    given: list[object] = []
+    answer = views.answer
+
+    def counted(*args, **kwargs):
+        result = answer(*args, **kwargs)
+        given.append(result)
+        return result
+
+    views.answer = counted  # type: ignore[method-assign]
+    return given
+
+
+def test_every_registration_answers_as_flask_does(pair):
+    direct, flask_only = pair
+    given = _counting(direct)
+    mine, theirs = _answers(direct), _answers(flask_only)
+    for request, a, b in zip(REQUESTS, mine, theirs):
+        assert a == b, f"{request[0]} {request[1]!r}: direct {a}, Flask {b}"
+    registrations = [r for r in REQUESTS if r[0] == "POST"]
+    # Every registration reached the direct view except the 406 (Flask answers it before
+    # any view) and the query string that is not UTF-8 (Werkzeug's reading of it decides).
+    assert len(given) == len(registrations) - 1
+    assert sum(g is None for g in given) == 1
+    assert b'"schema":"{\\"type\\":\\"record\\",\\"name\\":\\"a.B1\\"' in mine[4][2], "normalized"
+    assert b'\\"name\\":\\"B3\\"' in mine[6][2], "the first normalize= counts"
+    statuses = {status for status, _, _ in mine}
+    assert {200, 400, 406, 409, 415, 422}.issubset(statuses), statuses
+
+
+def test_the_registered_state_is_the_same(pair):
+    direct, flask_only = pair
+    _answers(direct), _answers(flask_only)
+    for client in (direct, flask_only):
+        client.bridge._direct = None
+    for target in ("/subjects?deleted=true", "/schemas?deleted=true", "/subjects/s/versions/2",
+                   "/subjects/:.ctx:s/versions/1", "/subjects/md/versions/latest", "/subjects/ro/versions"):
+        a, b = direct.get(target), flask_only.get(target)
+        assert (a.status, a.body) == (b.status, b.body), target
+
+
+def test_an_unexpected_error_is_a_500_with_confluents_body(pair, monkeypatch, caplog):
+    direct, flask_only = pair
+    for client in pair:
+        monkeypatch.setattr(client.node.service, "register", lambda *a, **k: 1 / 0)
+    a, b = (c.post(V.format("s"), {"schema": '"int"'}) for c in (direct, flask_only))
+    assert (a.status, a.headers, a.body) == (b.status, b.headers, b.body)
+    assert a.status == 500 and a.json() == {"error_code": 50001, "message": "Internal error in the schema registry"}
+    assert "unexpected error serving POST /subjects/s/versions" in caplog.text
+
+
+def test_a_write_this_node_may_not_append_goes_to_flask_which_forwards_it(pair, monkeypatch):
+    direct, flask_only = pair
+    given = _counting(direct)
+    calls = []
+
+    def not_writer(*args, **kwargs):
+        calls.append(args)
+        raise NotWriter("another node leads")
+
+    for client in pair:
+        monkeypatch.setattr(client.node.service, "register", not_writer)
+    a, b = (c.post(V.format("s"), {"schema": '"int"'}) for c in (direct, flask_only))
+    assert given == [None], "the direct view leaves it to Flask"
+    assert len(calls) == 3, "the direct view tried, then Flask (once on each node)"
+    # No leader is known to forward to: Flask's forward answers 50004 on both.
+    assert (a.status, a.body) == (b.status, b.body)
+    assert a.json()["error_code"] in (errors.ForwardingError.error_code, errors.UnknownLeader.error_code)
+
+
+def test_a_node_not_ready_leaves_registrations_to_flask(pair):
+    direct, _ = pair
+    given = _counting(direct)
+    direct.bridge._direct._ready = lambda: False
+    answer = direct.post(V.format("s"), {"schema": '"int"'})
+    assert given == [None]
+    assert answer.status == 200, "Flask answered (this node is ready, as Flask asks it)"
+
+
+def test_the_view_runs_with_the_requests_receipt_and_leaves_none_behind(pair, monkeypatch):
+    direct, _ = pair
+    seen = []
+    views: DirectViews = direct.bridge._direct
+    register = views._views["subjects.register"]
+
+    def watching(service, request):
+        seen.append(REQUEST_STARTED.get())
+        return register(service, request)
+
+    monkeypatch.setitem(views._views, "subjects.register", watching)
+    import time
+    before = time.monotonic()
+    assert direct.post(V.format("s"), {"schema": '"int"'}).status == 200
+    assert len(seen) == 1 and seen[0] is not None and before <= seen[0] <= time.monotonic()
+    # The pool thread's context is clean again: the next call outside a request sees none.
+    assert direct.bridge._pool.submit(REQUEST_STARTED.get).result() is None
