@@ -290,7 +290,7 @@ class AsgiBridge:
             if route is not None:
                 exchange.endpoint = route.endpoint
         direct = self._direct
-        if direct is not None and route is not None and (view := direct.view_for(route.endpoint)) is not None:
+        if direct is not None and route is not None and (view := direct.view_for(method, route.endpoint)) is not None:
             content_type = facts.negotiated()  # None: 406, which Flask answers
             answer = None if content_type is None else await asyncio.get_running_loop().run_in_executor(
                 self._pool, direct.answer, view, route.arguments, method, path, query, scope["headers"],

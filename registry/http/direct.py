@@ -50,18 +50,20 @@ DirectView = Callable[[RegistryService, DirectRequest], Any]
 
 
 class DirectViews:
-    """The direct views of one node (`views`, by Flask endpoint), answering on the
+    """The direct views of one node (`views`, by method and Flask endpoint), answering on the
     bridge's pool threads. Thread-safe: holds no state of its own."""
 
-    def __init__(self, service: RegistryService, views: Mapping[str, DirectView], ready: Callable[[], bool],
-                 max_request_bytes: int) -> None:
+    def __init__(self, service: RegistryService, views: Mapping[tuple[str, str], DirectView],
+                 ready: Callable[[], bool], max_request_bytes: int) -> None:
         self._service = service
-        self._views = dict(views)
+        self._views = dict(views)  # by (method, Flask endpoint)
         self._ready = ready
         self._max_request_bytes = max_request_bytes
 
-    def view_for(self, endpoint: str) -> DirectView | None:
-        return self._views.get(endpoint)
+    def view_for(self, method: str, endpoint: str) -> DirectView | None:
+        """The direct view of this method on this endpoint, if there is one. By both: a
+        rule matches other methods too (OPTIONS, say, which Flask answers itself)."""
+        return self._views.get((method, endpoint))
 
     def answer(self, view: DirectView, arguments: Mapping[str, Any], method: str, path: str, query: bytes,
                headers: Iterable[tuple[bytes, bytes]], body: bytes, received: float,

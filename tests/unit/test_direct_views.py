@@ -85,6 +85,12 @@ REQUESTS: list[tuple[str, str | bytes, object, dict[str, str] | None]] = [
     ("POST", V.format("s"), {"schema": RECORD}, None),  # still the same version
     ("GET", V.format("s"), None, None),
     ("GET", "/schemas/ids/1", None, None),
+    # Other methods on the same rule: never the direct view (OPTIONS matches whichever
+    # rule comes first; Flask answers it with the methods the path allows).
+    ("OPTIONS", V.format("s"), {"schema": '"string"'}, None),
+    ("HEAD", V.format("s"), None, None),
+    ("PUT", V.format("s"), {"schema": '"string"'}, None),
+    ("GET", V.format("s"), None, None),
 ]
 
 
@@ -187,16 +193,23 @@ def test_the_view_runs_with_the_requests_receipt_and_leaves_none_behind(pair, mo
     direct, _ = pair
     seen = []
     views: DirectViews = direct.bridge._direct
-    register = views._views["subjects.register"]
+    register = views._views[("POST", "subjects.register")]
 
     def watching(service, request):
         seen.append(REQUEST_STARTED.get())
         return register(service, request)
 
-    monkeypatch.setitem(views._views, "subjects.register", watching)
+    monkeypatch.setitem(views._views, ("POST", "subjects.register"), watching)
     import time
     before = time.monotonic()
     assert direct.post(V.format("s"), {"schema": '"int"'}).status == 200
     assert len(seen) == 1 and seen[0] is not None and before <= seen[0] <= time.monotonic()
     # The pool thread's context is clean again: the next call outside a request sees none.
     assert direct.bridge._pool.submit(REQUEST_STARTED.get).result() is None
+
+
+def test_a_view_serves_its_own_method_only(pair):
+    views: DirectViews = pair[0].bridge._direct
+    assert views.view_for("POST", "subjects.register") is not None
+    for method in ("OPTIONS", "HEAD", "GET", "PUT", "DELETE"):
+        assert views.view_for(method, "subjects.register") is None, method

@@ -12,7 +12,8 @@ from registry.http.routes.ui import ui_routes
 BLUEPRINTS = (subject_routes, schema_routes, config_routes, context_routes, association_routes, cluster_routes,
               import_routes, observability_routes, ui_routes)
 
-# Endpoints the bridge answers without Flask, by the same view function (registry.http.direct).
+# Requests the bridge answers without Flask, by method and endpoint, with the same view
+# function as Flask (registry.http.direct).
 DIRECT_VIEWS = {**SUBJECT_DIRECT}
 
 __all__ = ["BLUEPRINTS", "DIRECT_VIEWS"]

@@ -102,10 +102,10 @@ def _register_direct(registry: RegistryService, request_: DirectRequest) -> dict
                            request_.body)
 
 
-# Endpoints the bridge answers without Flask (`registry.http.direct`), by the route Flask's
-# own URL map matched: registering, every producer's first call for each schema, where
+# Requests the bridge answers without Flask (`registry.http.direct`), by method and the
+# endpoint of the route Flask's own URL map matched: registering, every producer's first call for each schema, where
 # Flask's request machinery cost a fifth of the registry's CPU (issue 17).
-DIRECT = {"subjects.register": _register_direct}
+DIRECT = {("POST", "subjects.register"): _register_direct}
 
 
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>")
