@@ -17,7 +17,7 @@ from store.writer import NotWriter, StoreTimeout
 
 log = logging.getLogger(__name__)
 
-INTERNAL = {"error_code": 50001, "message": "Internal error in the schema registry"}
+INTERNAL_MESSAGE = "Internal error in the schema registry"
 
 
 def error_answer(exc: Exception, max_request_bytes: int, serving: str) -> tuple[dict[str, Any], int] | None:
@@ -41,7 +41,7 @@ def error_answer(exc: Exception, max_request_bytes: int, serving: str) -> tuple[
             message = f"HTTP {status} {exc.name}"
         return {"error_code": status, "message": message}, status
     log.error("unexpected error serving %s", serving, exc_info=exc)
-    return INTERNAL, 500
+    return {"error_code": 50001, "message": INTERNAL_MESSAGE}, 500
 
 
 def _registry(error: errors.RegistryError) -> tuple[dict[str, Any], int]:
