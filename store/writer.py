@@ -436,10 +436,18 @@ class LogWriter:
                 with self._queue_changed:
                     self._combining = False
                     self._queue_changed.notify_all()
-            if flight is not None:
-                # The next batch may be planned and produced while this one's round
-                # trip is under way: it is planned on this one's records (pending).
-                self._land(flight)
+            if flight is None:
+                continue
+            # The next batch may be planned and produced while this one's round trip is
+            # under way: it is planned on this one's records (pending).
+            if item in flight.items:
+                self._land(flight)  # no later than this write's own deadline (`_land`)
+            else:
+                # This write is answered (it needed no record, or was refused) or waits
+                # for the next batch: it must not wait for the others' round trip, nor
+                # up to their deadlines, later than its own.
+                threading.Thread(target=self._land, args=(flight,), name="group-commit-landing",
+                                 daemon=True).start()
 
     def _run_batch(self) -> _Flight | None:
         """Take every queued write, plan them in order and start appending them together.

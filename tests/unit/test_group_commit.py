@@ -16,7 +16,7 @@ from registry.settings import load_settings
 from store.log import LogConflict
 from store.memory_log import MemoryLog
 from store.records import ConfigKey, ConfigValue, LogRecord, SchemaValue, encode_key, encode_value
-from store.writer import StoreTimeout
+from store.writer import StoreTimeout, _Queued
 
 
 class GatedLog(MemoryLog):
@@ -342,6 +342,39 @@ def test_when_a_batch_in_flight_is_displaced_the_batches_planned_on_it_are_repla
         assert sorted(v.id for v in results.values()) == [1, 2, 3, 4], "dropped records take no id"
         assert all(len(node.cache.versions(s)) == 1 for s in "abcd"), "each write applied once"
         assert node.cache.config("elsewhere").compatibility_level == "NONE"
+    finally:
+        for ack in log.acks:
+            ack.set()
+        node.close()
+        log.close()
+
+
+def test_a_write_needing_no_record_is_answered_without_waiting_for_the_batch_it_planned():
+    """The thread that plans a batch answers its own write: when that write needs no
+    record (the schema is registered already), it must not wait for the others' round
+    trip, let alone until their deadlines, which come after its own."""
+    log = PipelinedLog()
+    node = start(log, timeout_ms=3000)
+    try:
+        registered = threading.Thread(target=lambda: node.service.register("pre", RegisterRequest(NewSchema(schema("P")))))
+        registered.start()
+        acknowledge_until_done(log, [registered])
+        assert [v.version for v in node.cache.versions("pre")] == [1]
+        # Another writer's write, queued first (its thread stands aside, as one does while
+        # another thread plans the batch): the batch this thread plans holds it.
+        other = _Queued(lambda pending: ([(ConfigKey("other"), ConfigValue("NONE"))], "other's"),
+                        time.monotonic() + 3)
+        node.writer._queue.append(other)
+        began = time.monotonic()
+        value = node.service.register("pre", RegisterRequest(NewSchema(schema("P"))))
+        answered = time.monotonic() - began
+        assert value.version == 1 and len(log.starts) == 2, "the other write's batch was produced"
+        assert answered < 1.0, f"answered after {answered:.2f} s, waiting on the other write's acknowledgement"
+        assert other.kind is None, "the other write is still unacknowledged"
+        log.acks[-1].set()
+        wait_for(lambda: other.kind is not None, "the batch lands once acknowledged")
+        assert other.result == "other's" and other.error is None
+        wait_for(lambda: node.cache.config("other") is not None, "and is applied")
     finally:
         for ack in log.acks:
             ack.set()
