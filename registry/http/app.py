@@ -19,7 +19,7 @@ from urllib.parse import quote, unquote
 
 from registry import errors
 from registry.audit import AuditLog
-from registry.http.asgi import ENDPOINT_KEY, RECEIVED, AsgiBridge, FrontDoor, Limits
+from registry.http.asgi import ENDPOINT_KEY, RECEIVED, TO_LEADER, AsgiBridge, FrontDoor, Limits
 from registry.http.bodies import error_response, json_response
 from registry.http.direct import DirectViews
 from registry.http.error_answers import error_answer
@@ -44,7 +44,7 @@ from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
 from registry.http.security.tls import client_context
 from registry.node import Node
 from registry.subjects import normalize_subject
-from store.writer import REQUEST_STARTED
+from store.writer import REQUEST_STARTED, NotWriter
 
 
 _STARTED_TOKEN = "registry.started_token"
@@ -134,6 +134,10 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
             environ[_STARTED_TOKEN] = REQUEST_STARTED.set(received)
         if not probe and not node_.writer.caught_up():
             raise errors.NotReady("Schema registry is not ready: still reading the schema log")
+        if environ.get(TO_LEADER):
+            # Its direct view found this node may not append it: forward it, without
+            # running the view again (which would wait for the log a second time).
+            raise NotWriter("another node leads")
 
     @app.teardown_request
     def _forget_receipt(_: BaseException | None) -> None:

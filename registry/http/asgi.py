@@ -50,6 +50,7 @@ from registry.http.routing import ROUTE_KEY, Route, Router
 from registry.http.security.guard import ACCESS_KEY, Access, Denied, Guard, resource_of
 from registry.http.security.operations import CHANGES
 from registry.http.security.policy import policy_for
+from store.writer import NotWriter
 
 _FAST_HEADERS = [(b"content-type", CONTENT_TYPE.encode())]
 _RAW_PREFIX = fast_path_module.RAW_PREFIX
@@ -62,6 +63,9 @@ _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
 # The environ key holding when the request came in (time.monotonic()): every wait it
 # causes (an election, forwarding) counts from then.
 RECEIVED = "registry.received"
+# The environ key set when a direct view found that this node may not append the write
+# (NotWriter): Flask forwards it to the leader without running its view again.
+TO_LEADER = "registry.to_leader"
 # The body reaches the app whole, with CONTENT_LENGTH set to its size: how it was framed
 # on the wire (chunked, say) is no longer true of it, and Werkzeug reads a request that
 # says "Transfer-Encoding: chunked" as having no length.
@@ -290,11 +294,15 @@ class AsgiBridge:
             if route is not None:
                 exchange.endpoint = route.endpoint
         direct = self._direct
+        to_leader = False
         if direct is not None and route is not None and (view := direct.view_for(method, route.endpoint)) is not None:
             content_type = facts.negotiated()  # None: 406, which Flask answers
-            answer = None if content_type is None else await asyncio.get_running_loop().run_in_executor(
-                self._pool, direct.answer, view, route.arguments, method, path, query, scope["headers"],
-                request_body, received, content_type)
+            try:
+                answer = None if content_type is None else await asyncio.get_running_loop().run_in_executor(
+                    self._pool, direct.answer, view, route.arguments, method, path, query, scope["headers"],
+                    request_body, received, content_type)
+            except NotWriter:
+                answer, to_leader = None, True
             if answer is not None:
                 exchange.status = answer[0]
                 await send({"type": "http.response.start", "status": answer[0], "headers": answer[1]})
@@ -302,6 +310,8 @@ class AsgiBridge:
                 return
         environ = self._environ(scope, path, request_body)
         environ[RECEIVED] = received
+        if to_leader:
+            environ[TO_LEADER] = True
         if exchange.access is not None:
             environ[ACCESS_KEY] = exchange.access
         if route is not None and route.rule is not None:

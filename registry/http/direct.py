@@ -11,10 +11,10 @@ routing table and one view. The bridge has already done what every request share
 when one is acceptable), readiness, and the request's receipt time for the write's
 timeout. Errors leave through the one mapping (`error_answers`).
 
-Anything else goes to Flask, unchanged: a node not ready, a query string that is not
-UTF-8 (Werkzeug's reading of it decides), and a write this node may not append
-(`NotWriter`), which Flask forwards to the leader. Nothing is appended before
-`NotWriter` is raised, so Flask's second attempt is the only one that can write.
+Anything else goes to Flask, unchanged: a node not ready and a query string that is
+not UTF-8 (Werkzeug's reading of it decides). A write this node may not append raises
+`NotWriter` out of `answer`: the bridge then has Flask forward it to the leader, without
+running the view again (a write that waited for an election must not wait twice).
 """
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ class DirectViews:
         """The answer of `view` to this request, typed `content_type` (what its Accept
         header chose), or None when Flask must answer it. `received`: when the request
         came in (time.monotonic()), from which a write's timeout counts. Blocks as the
-        view does (a write waits on the log); run it on a pool thread."""
+        view does (a write waits on the log); run it on a pool thread. Raises NotWriter
+        when this node may not append the write (to be forwarded to the leader)."""
         if not self._ready():
             return None
         try:
@@ -91,7 +92,7 @@ class DirectViews:
         except Exception as exc:  # every error leaves through the one mapping
             mapped = error_answer(exc, self._max_request_bytes, f"{method} {path}")
             if mapped is None:
-                return None  # NotWriter: Flask forwards it to the leader
+                raise  # NotWriter: the bridge has Flask forward it to the leader
             result, status = mapped
         finally:
             REQUEST_STARTED.reset(token)
