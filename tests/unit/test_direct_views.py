@@ -47,7 +47,8 @@ REQUESTS: list[tuple[str, str | bytes, object, dict[str, str] | None]] = [
     ("POST", V.format("ct2"), {"schema": '"bytes"'}, {"Content-Type": "application/octet-stream"}),
     ("POST", V.format("ct3"), {"schema": '"bytes"'}, {"Content-Type": ""}),
     ("POST", V.format("acc"), {"schema": '"float"'}, {"Accept": "application/json"}),
-    ("POST", V.format("acc"), {"schema": '"float"'}, {"Accept": "application/vnd.schemaregistry+json; q=0.9, */*;q=0.1"}),
+    ("POST", V.format("acc"), {"schema": '"float"'},
+     {"Accept": "application/vnd.schemaregistry+json; q=0.9, */*;q=0.1"}),
     ("POST", V.format("acc"), {"schema": '"float"'}, {"Accept": "text/html"}),  # 406
     ("POST", V.format("bad"), {"schema": "{"}, None),  # 42201
     ("POST", V.format("bad"), {"schema": ""}, None),

@@ -356,7 +356,8 @@ def test_a_write_needing_no_record_is_answered_without_waiting_for_the_batch_it_
     log = PipelinedLog()
     node = start(log, timeout_ms=3000)
     try:
-        registered = threading.Thread(target=lambda: node.service.register("pre", RegisterRequest(NewSchema(schema("P")))))
+        registered = threading.Thread(
+            target=lambda: node.service.register("pre", RegisterRequest(NewSchema(schema("P")))))
         registered.start()
         acknowledge_until_done(log, [registered])
         assert [v.version for v in node.cache.versions("pre")] == [1]

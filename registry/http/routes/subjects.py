@@ -30,8 +30,8 @@ from registry.service import NewSchema, RegisterRequest, RegistryService
 subject_routes = Blueprint("subjects", __name__)
 
 
-def _schema_from_body(body: dict[str, Any]) -> NewSchema:
-    return service().with_resolved_references(new_schema(body))
+def _schema_from_body(body: dict[str, Any], registry: RegistryService | None = None) -> NewSchema:
+    return (registry or service()).with_resolved_references(new_schema(body))
 
 
 @subject_routes.get("/subjects")
@@ -89,7 +89,7 @@ def register_answer(registry: RegistryService, subject: str, args: Mapping[str, 
     # With metadata or rules but no schema, the latest version's schema is taken, as
     # Confluent does. (Confluent does that for a body with nothing at all, too; we keep
     # refusing that one with "Empty schema": it is a client's mistake, not an intent.)
-    schema = None if contract_only else registry.with_resolved_references(new_schema(body))
+    schema = None if contract_only else _schema_from_body(body, registry)
     value = registry.register(subject, RegisterRequest(
         schema, normalize=flag_in(args, "normalize"),
         schema_id=optional_positive(body, "id"), version=optional_positive(body, "version"),
@@ -103,8 +103,9 @@ def _register_direct(registry: RegistryService, request_: DirectRequest) -> dict
 
 
 # Requests the bridge answers without Flask (`registry.http.direct`), by method and the
-# endpoint of the route Flask's own URL map matched: registering, every producer's first call for each schema, where
-# Flask's request machinery cost a fifth of the registry's CPU (issue 17).
+# endpoint of the route Flask's own URL map matched: registering, every producer's first
+# call for each schema, where Flask's request machinery cost a fifth of the registry's
+# CPU (issue 17).
 DIRECT = {("POST", "subjects.register"): _register_direct}
 
 
