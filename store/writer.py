@@ -358,7 +358,7 @@ class LogWriter:
         deadline = self._deadline()
         result = self._write(plan, permitted=True, deadline=deadline)
         if self._reader.misplaced_latest:
-            self.repair_misplaced()
+            self._repair_within(deadline)
         return result
 
     def _deadline(self) -> float:
@@ -395,7 +395,7 @@ class LogWriter:
                                                                                _remaining(deadline)):
                     raise StoreTimeout("timed out waiting for the write to be applied")
                 if self._reader.misplaced_latest:
-                    self.repair_misplaced()
+                    self._repair_within(deadline)
                 return item.result  # type: ignore[return-value]
             if item.kind == _FAILED:
                 assert item.error is not None
@@ -696,7 +696,20 @@ class LogWriter:
         fence = self._cache.fence
         return fence.max_id if fence is not None else 0
 
-    def repair_misplaced(self) -> int:
+    def _repair_within(self, deadline: float) -> None:
+        """After a write of ours: re-state dropped records now, but only within the
+        write's own deadline. With a timeout of its own, a repair the log would not take
+        made the write answer up to a whole timeout late, and fail though its records
+        were in. An unfinished repair is not the write's failure: the leader's repair
+        loop (`LeaderGate`) tries again within a second."""
+        if deadline <= time.monotonic():
+            return
+        try:
+            self.repair_misplaced(deadline)
+        except (StoreTimeout, LogUnavailable, RecordTooLarge) as exc:
+            log.warning("re-stating dropped records after a write did not finish: %s; will retry", exc)
+
+    def repair_misplaced(self, deadline: float | None = None) -> int:
         """Re-state every key whose newest record in the log is one readers dropped.
 
         A record that landed out of place (a deposed leader's late append) has no
@@ -704,7 +717,7 @@ class LogWriter:
         would be the only one left, and the valid value before it would be lost on
         replay. Appending the current value again under the same key bytes makes the
         valid record newest. Does nothing out of office. Returns how many keys it
-        re-stated.
+        re-stated. Blocks until `deadline` at most (default: one timeout from now).
         """
         def plan() -> tuple[list[Record], int]:
             if not self.in_office():
@@ -722,7 +735,8 @@ class LogWriter:
             return 0
         self._repairing = True
         try:
-            repaired = self._write(plan, permitted=True, deadline=time.monotonic() + self._timeout)
+            until = time.monotonic() + self._timeout if deadline is None else deadline
+            repaired = self._write(plan, permitted=True, deadline=until)
         except NotWriter:  # lost office meanwhile
             return 0
         finally:

@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
+from registry import leader_gate
 from registry.node import build_node
 from registry.service import NewSchema, RegisterRequest
 from registry.settings import load_settings
 from store.cache import Cache
+from store.log import LogUnavailable
 from store.memory_log import MemoryLog
 from store.reader import LogReader
 from store.records import LogRecord, SchemaKey, SchemaValue, encode_key, encode_value
@@ -148,3 +152,59 @@ def test_a_new_leaders_fence_keeps_the_id_watermark_through_compaction():
         successor.close()
     log.compact()  # only the successor's fence is left under the NOOP key
     assert replay(log).max_id == gone.id, "the watermark must survive a change of leader and compaction"
+
+
+class _StallingLog(MemoryLog):
+    """A MemoryLog that delays every append that lands by `delay` seconds, and whose
+    appends of `stalled_key` wait out their timeout and fail, as Kafka's do when it
+    cannot acknowledge a record in time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delay = 0.0
+        self.stalled_key: bytes | None = None
+
+    def append(self, key: bytes, value: bytes | None, expected_offset: int | None = None,
+               timeout: float | None = None) -> int:
+        if key == self.stalled_key:
+            time.sleep(timeout or 0.0)
+            raise LogUnavailable("not acknowledged in time")
+        if expected_offset is None or expected_offset == self._next:  # a conflict is refused at once
+            time.sleep(self.delay)
+        return super().append(key, value, expected_offset, timeout)
+
+    def append_many(self, records: list[tuple[bytes, bytes | None]], expected_offset: int,
+                    timeout: float | None = None) -> list[int]:
+        if expected_offset == self._next:
+            time.sleep(self.delay)
+        return super().append_many(records, expected_offset, timeout)
+
+
+@pytest.mark.parametrize("group_commit", ["true", "false"])
+def test_a_repair_after_a_write_neither_delays_its_answer_past_its_timeout_nor_fails_it(group_commit, monkeypatch):
+    monkeypatch.setattr(leader_gate, "_REPAIR_EVERY_SECONDS", 3600.0)  # only the write repairs
+    log = _StallingLog()
+    node = build_node(load_settings(environ={"SCHEMA_REGISTRY_KAFKASTORE_TIMEOUT_MS": "1000",
+                                             "SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE": group_commit}), log)
+    try:
+        assert node.writer.wait_ready(5)
+        valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
+        key = SchemaKey("s", valid.version)
+        log.stalled_key = encode_key(key)  # the re-statement the next write attempts
+        zombie_append(log, key, SchemaValue("s", valid.version, 999, schema("Zombie")))
+        assert node.reader.wait_until(log.end_offset(), 5)
+        assert node.reader.misplaced_latest
+        log.delay = 0.6  # the write itself takes 0.6 s of its 1 s
+
+        started = time.monotonic()
+        other = node.service.register("other", RegisterRequest(NewSchema(schema("Other"))))
+        took = time.monotonic() - started
+
+        assert other.id > valid.id, "the write is in: it must be answered as done"
+        assert took < 1.0 + 0.4, f"answered {took:.2f} s after it was sent, past its 1 s timeout"
+        assert node.reader.misplaced_latest, "the repair could not finish: it is left to the repair loop"
+        log.stalled_key, log.delay = None, 0.0
+        assert node.writer.repair_misplaced() == 1
+        assert not node.reader.misplaced_latest
+    finally:
+        node.close()
