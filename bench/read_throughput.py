@@ -52,10 +52,11 @@ request = function()
   return wrk.format("GET", "/schemas/ids/" .. ((counter % 1000) + 1))
 end
 """
-# The floor answers a body as long as ours for the ids the benches read (473 bytes for a three-digit id:
-# `{"schema": ...}` around `avro_record`'s text, escaped). It once answered 203 bytes,
-# less than half of ours: a floor should send what ours sends, though here the size
-# made no measurable difference to the floor's rate (13 paired rounds: 1.00x).
+# The floor answers a body as long as ours for the ids the benches read (473 bytes for
+# a three-digit id: `{"schema": ...}` around `avro_record`'s text, escaped). It once
+# answered 203 bytes, less than half of ours: a floor should send what ours sends,
+# though here the size made no measurable difference to the floor's rate (13 paired
+# rounds: 1.00x).
 ID_BODY_BYTES = len(json.dumps({"schema": avro_record(500)}, separators=(",", ":")))
 CEILING_APP = '''
 BODY = b'{"schema":"' + b"x" * PADDING + b'"}'
