@@ -55,6 +55,7 @@ class Node:
         """
         self.elector.close()
         self.gate.close()
+        self.writer.close()
         self.log.close()  # before stopping the reader, so that one blocked in read() wakes at once
         self.reader.stop()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from registry import errors
@@ -618,6 +618,42 @@ class RegistryService:
         request's (else the latest version's) merged between the config's defaults and
         overrides, as Confluent merges them. Raises registry errors, and the writer's.
         """
+        request, parsed, text = self._prepare_registration(subject, request)
+        for _ in range(_REPLANS):
+            plan = self._checked_registration(subject, request, parsed, text)
+            try:
+                if self._group_commit:
+                    return self._writer.write_grouped(plan)
+                # By default one write at a time on Kafka: see `register_async`.
+                return self._writer.write(lambda: plan(PendingWrites()))
+            except _Replan:
+                continue
+        raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
+
+    async def register_async(self, subject: str, request: RegisterRequest) -> SchemaValue:
+        """`register` for a caller on an event loop, which it never blocks on the log: the
+        parsing and the check run here, the write in the writer's group commit
+        (`LogWriter.write_grouped_async`), with no thread of the caller's waiting on it.
+        Only with group commit on (`group.commit.enable`): otherwise the caller runs
+        `register` on a thread of its own."""
+        request, parsed, text = self._prepare_registration(subject, request)
+        for _ in range(_REPLANS):
+            plan = self._checked_registration(subject, request, parsed, text)
+            try:
+                return await self._writer.write_grouped_async(plan)
+            except _Replan:
+                continue
+        raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
+
+    @property
+    def group_commit(self) -> bool:
+        """Whether registrations share appends (`group.commit.enable`)."""
+        return self._group_commit
+
+    def _prepare_registration(self, subject: str, request: RegisterRequest
+                              ) -> tuple[RegisterRequest, ParsedSchema, str]:
+        """The request (its schema taken from the latest version when it names none),
+        its parsed schema and the text to store. Raises registry errors."""
         check_subject(subject)
         if request.schema is None:
             # Confluent: a registration without a schema (metadata or rules only) takes
@@ -631,35 +667,30 @@ class RegistryService:
         else:
             # A schema given with its id (IMPORT) is one that was stored elsewhere.
             parsed = self._parse(request.schema, subject, lenient=request.schema_id is not None)
-        text = _storable(_text(parsed, request.normalize))
-        for _ in range(_REPLANS):
-            mode = self.mode_for(subject)
-            if request.schema_id is not None and mode is not Mode.IMPORT:
-                # Outside IMPORT an id may only name the content it already has.
-                existing = self._cache.schema_by_id(request.schema_id, context_of(subject))
-                if existing is None or (existing.schema_type, existing.schema, existing.references) != (
-                        request.schema.schema_type, text, request.schema.references):
-                    raise errors.OperationNotPermitted(
-                        f"Subject {subject} in context {qualified_context(subject)} is not in import mode")
-            live = self._visible_versions(subject, deleted=False)
-            versions_now = self._visible_versions(subject, deleted=True)
-            metadata, _ = self._contracts(subject, request, live[-1] if live else None,
-                                          (versions_now[-1].version + 1) if versions_now else 1)
-            checked = self._compatibility_basis(subject, metadata)
-            problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
-            try:
-                if self._group_commit:
-                    return self._writer.write_grouped(lambda pending: self._plan_registration(
-                        subject, request, text, checked, problems, pending))
-                # By default one write at a time: with group commit (`write_grouped`),
-                # writes to a leader cut from Kafka answered up to 0.9 s past their
-                # timeout in the partition tests; until that is bounded, registrations
-                # take the path whose bound those tests hold.
-                return self._writer.write(lambda: self._plan_registration(
-                    subject, request, text, checked, problems, PendingWrites()))
-            except _Replan:
-                continue
-        raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
+        return request, parsed, _storable(_text(parsed, request.normalize))
+
+    def _checked_registration(self, subject: str, request: RegisterRequest, parsed: ParsedSchema,
+                              text: str) -> Callable[[PendingWrites], tuple[list[tuple[Key, Value | None]],
+                                                                            SchemaValue]]:
+        """The compatibility check against the subject's versions now, and the plan that
+        writes the registration if they are still those under the write lock (else it
+        raises `_Replan`, to check again). Raises registry errors."""
+        assert request.schema is not None
+        mode = self.mode_for(subject)
+        if request.schema_id is not None and mode is not Mode.IMPORT:
+            # Outside IMPORT an id may only name the content it already has.
+            existing = self._cache.schema_by_id(request.schema_id, context_of(subject))
+            if existing is None or (existing.schema_type, existing.schema, existing.references) != (
+                    request.schema.schema_type, text, request.schema.references):
+                raise errors.OperationNotPermitted(
+                    f"Subject {subject} in context {qualified_context(subject)} is not in import mode")
+        live = self._visible_versions(subject, deleted=False)
+        versions_now = self._visible_versions(subject, deleted=True)
+        metadata, _ = self._contracts(subject, request, live[-1] if live else None,
+                                      (versions_now[-1].version + 1) if versions_now else 1)
+        checked = self._compatibility_basis(subject, metadata)
+        problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
+        return lambda pending: self._plan_registration(subject, request, text, checked, problems, pending)
 
     def import_many(self, entries: list[tuple[str, RegisterRequest] | errors.RegistryError]
                     ) -> list[SchemaValue | errors.RegistryError]:

@@ -38,7 +38,7 @@ from registry.http.metrics import NodeMetrics
 from registry.http.negotiation import response_type
 from registry.http.openapi import describe
 from registry.http.read_memo import ReadMemo
-from registry.http.routes import BLUEPRINTS, DIRECT_VIEWS
+from registry.http.routes import BLUEPRINTS, DIRECT_VIEWS, DIRECT_VIEWS_ON_LOOP
 from registry.http.routing import ROUTE_KEY, Router
 from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
 from registry.http.security.tls import client_context
@@ -98,7 +98,8 @@ def build_asgi(node_: Node) -> AsgiBridge:
                 part.close()
 
     memo = ReadMemo(lambda: reader.next_offset, node_.writer.caught_up)
-    direct = DirectViews(node_.service, DIRECT_VIEWS, node_.writer.caught_up, settings.max_request_bytes)
+    direct = DirectViews(node_.service, DIRECT_VIEWS, node_.writer.caught_up, settings.max_request_bytes,
+                         DIRECT_VIEWS_ON_LOOP)
     return AsgiBridge(app.wsgi_app, fast_path, settings.server_threads, limits, on_close=close, door=door,
                       memo=memo, direct=direct)
 

@@ -18,7 +18,7 @@ running the view again (a write that waited for an election must not wait twice)
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -47,6 +47,7 @@ class DirectRequest:
 
 
 DirectView = Callable[[RegistryService, DirectRequest], Any]
+LoopView = Callable[[RegistryService, DirectRequest], Awaitable[Any]]
 
 
 class DirectViews:
@@ -54,9 +55,13 @@ class DirectViews:
     bridge's pool threads. Thread-safe: holds no state of its own."""
 
     def __init__(self, service: RegistryService, views: Mapping[tuple[str, str], DirectView],
-                 ready: Callable[[], bool], max_request_bytes: int) -> None:
+                 ready: Callable[[], bool], max_request_bytes: int,
+                 on_loop: Mapping[tuple[str, str], LoopView] | None = None) -> None:
         self._service = service
         self._views = dict(views)  # by (method, Flask endpoint)
+        # Their twins on the event loop, while the service takes writes that way
+        # (group commit on: `RegistryService.register_async`).
+        self._on_loop = dict(on_loop or {}) if service.group_commit else {}
         self._ready = ready
         self._max_request_bytes = max_request_bytes
 
@@ -64,6 +69,13 @@ class DirectViews:
         """The direct view of this method on this endpoint, if there is one. By both: a
         rule matches other methods too (OPTIONS, say, which Flask answers itself)."""
         return self._views.get((method, endpoint))
+
+    def loop_view_for(self, method: str, endpoint: str, body: bytes) -> LoopView | None:
+        """The twin of `view_for`'s view to run on the event loop itself, if it has one
+        and the body is small enough for its parsing not to hold the loop up."""
+        if len(body) > _MAX_LOOP_BODY:
+            return None
+        return self._on_loop.get((method, endpoint))
 
     def answer(self, view: DirectView, arguments: Mapping[str, Any], method: str, path: str, query: bytes,
                headers: Iterable[tuple[bytes, bytes]], body: bytes, received: float,
@@ -73,6 +85,37 @@ class DirectViews:
         came in (time.monotonic()), from which a write's timeout counts. Blocks as the
         view does (a write waits on the log); run it on a pool thread. Raises NotWriter
         when this node may not append the write (to be forwarded to the leader)."""
+        request = self._request(arguments, query, headers, body)
+        if request is None:
+            return None
+        token = REQUEST_STARTED.set(received)
+        try:
+            status, result = 200, view(self._service, request)
+        except Exception as exc:  # every error leaves through the one mapping
+            status, result = self._mapped(exc, method, path)
+        finally:
+            REQUEST_STARTED.reset(token)
+        return _answer(status, result, content_type)
+
+    async def answer_on_loop(self, view: LoopView, arguments: Mapping[str, Any], method: str, path: str,
+                             query: bytes, headers: Iterable[tuple[bytes, bytes]], body: bytes,
+                             received: float, content_type: str) -> Answer | None:
+        """`answer` with a view from `loop_view_for`, on the event loop."""
+        request = self._request(arguments, query, headers, body)
+        if request is None:
+            return None
+        token = REQUEST_STARTED.set(received)
+        try:
+            status, result = 200, await view(self._service, request)
+        except Exception as exc:  # every error leaves through the one mapping
+            status, result = self._mapped(exc, method, path)
+        finally:
+            REQUEST_STARTED.reset(token)
+        return _answer(status, result, content_type)
+
+    def _request(self, arguments: Mapping[str, Any], query: bytes, headers: Iterable[tuple[bytes, bytes]],
+                 body: bytes) -> DirectRequest | None:
+        """What the view reads of the request, or None when Flask must answer it."""
         if not self._ready():
             return None
         try:
@@ -86,19 +129,26 @@ class DirectViews:
                 mimetype = value.decode("latin-1")
         if mimetype:
             mimetype = parse_options_header(mimetype)[0].lower()
-        token = REQUEST_STARTED.set(received)
-        try:
-            status, result = 200, view(self._service, DirectRequest(arguments, args, mimetype, body))
-        except Exception as exc:  # every error leaves through the one mapping
-            mapped = error_answer(exc, self._max_request_bytes, f"{method} {path}")
-            if mapped is None:
-                raise  # NotWriter: the bridge has Flask forward it to the leader
-            result, status = mapped
-        finally:
-            REQUEST_STARTED.reset(token)
-        data = orjson.dumps(result)
-        return status, [(b"content-type", content_type.encode("latin-1")),
-                        (b"content-length", b"%d" % len(data))], data
+        return DirectRequest(arguments, args, mimetype, body)
 
+    def _mapped(self, exc: Exception, method: str, path: str) -> tuple[Any, int]:
+        """(status, body) of a view's error; re-raises NotWriter (the bridge has Flask
+        forward it to the leader)."""
+        mapped = error_answer(exc, self._max_request_bytes, f"{method} {path}")
+        if mapped is None:
+            raise exc
+        result, status = mapped
+        return status, result
+
+
+def _answer(status: int, result: Any, content_type: str) -> Answer:
+    data = orjson.dumps(result)
+    return status, [(b"content-type", content_type.encode("latin-1")),
+                    (b"content-length", b"%d" % len(data))], data
+
+
+# A body up to this size is parsed on the event loop (a schema of 64 KiB parses in a few
+# milliseconds at worst); a larger one on a pool thread, not to hold other requests up.
+_MAX_LOOP_BODY = 64 * 1024
 
 _NO_ARGS: ImmutableMultiDict[str, str] = ImmutableMultiDict()

@@ -4,6 +4,8 @@ view answers: the same status, headers and body, byte for byte, for every reques
 Two nodes on in-memory logs get the same requests in the same order: one whose bridge
 answers registrations directly, one whose bridge sends everything to Flask. Their
 answers must be identical, and the first must have answered from the direct view.
+Every test runs with group commit on (the direct view's twin on the event loop,
+`register_async`, answers) and off (the view on a pool thread, `register`).
 """
 from __future__ import annotations
 
@@ -100,28 +102,46 @@ def _answers(client: NodeClient) -> list[tuple[int, dict[str, str], bytes]]:
             (client.request(method, target, body, headers=headers) for method, target, body, headers in REQUESTS)]
 
 
-@pytest.fixture
-def pair():
+@pytest.fixture(params=["true", "false"], ids=["on-loop", "on-thread"])
+def pair(request):
     # A short store timeout: forwarding to a leader nobody serves gives up within it.
-    short = {"kafkastore.timeout.ms": "1000"}
-    with NodeClient(**short) as direct, NodeClient(**short) as flask_only:
+    settings = {"kafkastore.timeout.ms": "1000", "group.commit.enable": request.param}
+    with NodeClient(**settings) as direct, NodeClient(**settings) as flask_only:
         flask_only.bridge._direct = None  # every request through Flask
+        on_loop = request.param == "true"
+        assert (direct.bridge._direct.loop_view_for("POST", "subjects.register", b"{}") is not None) == on_loop
         yield direct, flask_only
 
 
 def _counting(client: NodeClient) -> list[object]:
-    """The answers the direct view gives (None: it left the request to Flask)."""
+    """The answers the direct view gives (None: it left the request to Flask), on a pool
+    thread or on the event loop."""
     views: DirectViews = client.bridge._direct
     given: list[object] = []
-    answer = views.answer
+    answer, answer_on_loop = views.answer, views.answer_on_loop
 
     def counted(*args, **kwargs):
         result = answer(*args, **kwargs)
         given.append(result)
         return result
 
+    async def counted_on_loop(*args, **kwargs):
+        result = await answer_on_loop(*args, **kwargs)
+        given.append(result)
+        return result
+
     views.answer = counted  # type: ignore[method-assign]
+    views.answer_on_loop = counted_on_loop  # type: ignore[method-assign]
     return given
+
+
+def _replace_register(client: NodeClient, monkeypatch, replacement) -> None:
+    """`replacement` instead of the service's `register`, and of `register_async` too."""
+    async def on_loop(*args, **kwargs):
+        return replacement(*args, **kwargs)
+
+    monkeypatch.setattr(client.node.service, "register", replacement)
+    monkeypatch.setattr(client.node.service, "register_async", on_loop)
 
 
 def test_every_registration_answers_as_flask_does(pair):
@@ -155,7 +175,7 @@ def test_the_registered_state_is_the_same(pair):
 def test_an_unexpected_error_is_a_500_with_confluents_body(pair, monkeypatch, caplog):
     direct, flask_only = pair
     for client in pair:
-        monkeypatch.setattr(client.node.service, "register", lambda *a, **k: 1 / 0)
+        _replace_register(client, monkeypatch, lambda *a, **k: 1 / 0)
     a, b = (c.post(V.format("s"), {"schema": '"int"'}) for c in (direct, flask_only))
     assert (a.status, a.headers, a.body) == (b.status, b.headers, b.body)
     assert a.status == 500 and a.json() == {"error_code": 50001, "message": "Internal error in the schema registry"}
@@ -171,7 +191,7 @@ def test_a_write_this_node_may_not_append_is_forwarded_by_flask_without_running_
         raise NotWriter("another node leads")
 
     for client in pair:
-        monkeypatch.setattr(client.node.service, "register", not_writer)
+        _replace_register(client, monkeypatch, not_writer)
     a, b = (c.post(V.format("s"), {"schema": '"int"'}) for c in (direct, flask_only))
     assert len(calls) == 2, "the direct view tried once, Flask forwarded without trying again; Flask-only once"
     # No leader is known to forward to: the forward answers 5000x on both.
@@ -205,12 +225,19 @@ def test_the_view_runs_with_the_requests_receipt_and_leaves_none_behind(pair, mo
     seen = []
     views: DirectViews = direct.bridge._direct
     register = views._views[("POST", "subjects.register")]
+    register_on_loop = views._on_loop.get(("POST", "subjects.register"))
 
     def watching(service, request):
         seen.append(REQUEST_STARTED.get())
         return register(service, request)
 
+    async def watching_on_loop(service, request):
+        seen.append(REQUEST_STARTED.get())
+        return await register_on_loop(service, request)
+
     monkeypatch.setitem(views._views, ("POST", "subjects.register"), watching)
+    if register_on_loop is not None:
+        monkeypatch.setitem(views._on_loop, ("POST", "subjects.register"), watching_on_loop)
     import time
     before = time.monotonic()
     assert direct.post(V.format("s"), {"schema": '"int"'}).status == 200
@@ -224,3 +251,12 @@ def test_a_view_serves_its_own_method_only(pair):
     assert views.view_for("POST", "subjects.register") is not None
     for method in ("OPTIONS", "HEAD", "GET", "PUT", "DELETE"):
         assert views.view_for(method, "subjects.register") is None, method
+
+
+def test_a_large_body_is_parsed_on_a_pool_thread_not_on_the_loop(pair):
+    views: DirectViews = pair[0].bridge._direct
+    small, large = b"x" * 1024, b"x" * (64 * 1024 + 1)
+    assert views.loop_view_for("POST", "subjects.register", large) is None
+    assert views.loop_view_for("GET", "subjects.register", small) is None
+    on_loop = pair[0].node.service.group_commit
+    assert (views.loop_view_for("POST", "subjects.register", small) is not None) == on_loop

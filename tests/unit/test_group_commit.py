@@ -3,6 +3,7 @@ in-memory log. Each test holds the first batch's append open (a gate) so that th
 writes behind it queue up and form the next batch, as they do under load."""
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -381,3 +382,88 @@ def test_a_write_needing_no_record_is_answered_without_waiting_for_the_batch_it_
             ack.set()
         node.close()
         log.close()
+
+
+# ---- writes from an event loop (`write_grouped_async`, the bridge's registrations) -----
+
+async def _until(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.005)
+
+
+def test_registrations_from_an_event_loop_share_a_batch_and_are_applied_on_return(log):
+    node = start(log)
+    try:
+        async def main() -> list[object]:
+            async def one(i: int) -> object:
+                value = await node.service.register_async(f"s{i}", RegisterRequest(NewSchema(schema(f"R{i}"))))
+                # Read-your-writes: applied to this node's cache before the call returned.
+                assert node.cache.version(f"s{i}", value.version) == value
+                return value
+
+            first = asyncio.create_task(one(0))
+            await _until(lambda: len(log.appends) == 1, "the first write reaches the log")
+            rest = [asyncio.create_task(one(i)) for i in range(1, 8)]
+            await _until(lambda: len(node.writer._queue) == 7, "the other writes queue behind it")
+            log.gate.set()
+            return await asyncio.gather(first, *rest, return_exceptions=True)
+
+        results = asyncio.run(main())
+        assert all(isinstance(r, SchemaValue) for r in results), f"every write succeeds: {results}"
+        assert sorted(r.id for r in results) == list(range(1, 9))
+        assert log.appends == [1, 7], "the seven queued writes must share one append"
+        committers = [t for t in threading.enumerate() if t.name == "group-commit"]
+        assert len(committers) == 1, "one committer thread ran the batches"
+    finally:
+        node.close()
+    assert not any(t.name == "group-commit" for t in threading.enumerate()), "closing the node stops it"
+
+
+def test_an_event_loop_write_answers_within_its_timeout_while_its_batch_hangs(log):
+    node = start(log, timeout_ms=800)
+    try:
+        async def main() -> tuple[object, object, float, float]:
+            began = time.monotonic()
+            stuck = asyncio.create_task(node.service.register_async("a", RegisterRequest(NewSchema(schema("A")))))
+            await _until(lambda: len(log.appends) == 1, "the first write reaches the log")
+            queued = asyncio.create_task(node.service.register_async("b", RegisterRequest(NewSchema(schema("B")))))
+            outcomes = await asyncio.gather(stuck, queued, return_exceptions=True)
+            return outcomes[0], outcomes[1], began, time.monotonic()
+
+        stuck, queued, began, ended = asyncio.run(main())
+        # The append never returns while the gate is shut: both answer at their deadline,
+        # the queued one without having been appended.
+        assert isinstance(stuck, StoreTimeout) and "appended" in str(stuck), stuck
+        assert isinstance(queued, StoreTimeout) and "writes ahead" in str(queued), queued
+        assert 0.75 <= ended - began < 1.3, f"answered {ended - began:.2f} s after the call, bound 0.8 s"
+        log.gate.set()
+        wait_for(lambda: node.writer.batches == 1 and not node.writer._queue, "the queued write withdrew")
+    finally:
+        node.close()
+
+
+def test_closing_the_writer_fails_the_writes_still_queued_for_its_committer(log):
+    node = start(log)
+    try:
+        async def main() -> object:
+            stuck = asyncio.create_task(node.service.register_async("a", RegisterRequest(NewSchema(schema("A")))))
+            await _until(lambda: len(log.appends) == 1, "the first write reaches the log")
+            queued = asyncio.create_task(node.service.register_async("b", RegisterRequest(NewSchema(schema("B")))))
+            await _until(lambda: len(node.writer._queue) == 1, "the second write queues")
+            closer = threading.Thread(target=node.writer.close)
+            closer.start()
+            try:
+                outcome = (await asyncio.gather(queued, return_exceptions=True))[0]
+            finally:
+                log.gate.set()  # let the committer finish its batch and end
+                await asyncio.gather(stuck, return_exceptions=True)
+                closer.join(5)
+            return outcome
+
+        outcome = asyncio.run(main())
+        assert isinstance(outcome, StoreTimeout) and "closing" in str(outcome), outcome
+        wait_for(lambda: not any(t.name == "group-commit" for t in threading.enumerate()), "the committer ends")
+    finally:
+        node.close()
