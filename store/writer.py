@@ -477,13 +477,9 @@ class LogWriter:
                 self._combining = True
             flight = None
             try:
-                flight = self._run_batch()
+                flight = self._combine()
             except Exception:  # its writes are answered (`_run_batch`); the committer goes on
                 log.exception("a group commit batch failed")
-            finally:
-                with self._queue_changed:
-                    self._combining = False
-                    self._queue_changed.notify_all()
             if flight is None:
                 continue
             try:
@@ -536,13 +532,7 @@ class LogWriter:
                     self._queue_changed.wait(remaining)
                     continue
                 self._combining = True
-            flight = None
-            try:
-                flight = self._run_batch()
-            finally:
-                with self._queue_changed:
-                    self._combining = False
-                    self._queue_changed.notify_all()
+            flight = self._combine()
             if flight is None:
                 continue
             # The next batch may be planned and produced while this one's round trip is
@@ -555,6 +545,15 @@ class LogWriter:
                 # up to their deadlines, later than its own.
                 threading.Thread(target=self._land, args=(flight,), name="group-commit-landing",
                                  daemon=True).start()
+
+    def _combine(self) -> _Flight | None:
+        """`_run_batch`, by the thread that set `_combining`; clears it after."""
+        try:
+            return self._run_batch()
+        finally:
+            with self._queue_changed:
+                self._combining = False
+                self._queue_changed.notify_all()
 
     def _run_batch(self) -> _Flight | None:
         """Take every queued write, plan them in order and start appending them together.
