@@ -7,6 +7,7 @@ Nothing is planned for a request that fails validation (DESIGN invariant 6).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections import OrderedDict
@@ -624,7 +625,7 @@ class RegistryService:
             try:
                 if self._group_commit:
                     return self._writer.write_grouped(plan)
-                # By default one write at a time on Kafka: see `register_async`.
+                # One write at a time by default on Kafka (`Settings.group_commit`).
                 return self._writer.write(lambda: plan(PendingWrites()))
             except _Replan:
                 continue
@@ -638,7 +639,13 @@ class RegistryService:
         `register` on a thread of its own."""
         request, parsed, text = self._prepare_registration(subject, request)
         for _ in range(_REPLANS):
-            plan = self._checked_registration(subject, request, parsed, text)
+            if len(self._compatibility_basis(subject)[1]) <= 1:
+                plan = self._checked_registration(subject, request, parsed, text)
+            else:
+                # A check against several versions (a transitive level) took 2.6 ms for
+                # 30 versions of a 4 KiB schema: on a thread, not to hold the loop up.
+                plan = await asyncio.get_running_loop().run_in_executor(
+                    None, self._checked_registration, subject, request, parsed, text)
             try:
                 return await self._writer.write_grouped_async(plan)
             except _Replan:

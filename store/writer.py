@@ -489,8 +489,11 @@ class LogWriter:
             applied = [item for item in flight.items
                        if item.wake is not None and item.kind == _DONE and item.applied_at is not None]
             if applied:
-                latest = max(item.deadline for item in applied)
-                self._reader.wait_until(max(item.applied_at or 0 for item in applied), _remaining(latest))
+                # No longer than the earliest deadline, so that one slow apply does not
+                # hold the next batches up: a waiter woken before its records are applied
+                # waits for them itself (`write_grouped_async`).
+                earliest = min(item.deadline for item in applied)
+                self._reader.wait_until(max(item.applied_at or 0 for item in applied), _remaining(earliest))
                 for item in applied:
                     item.wake()
 

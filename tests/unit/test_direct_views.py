@@ -255,7 +255,7 @@ def test_a_view_serves_its_own_method_only(pair):
 
 def test_a_large_body_is_parsed_on_a_pool_thread_not_on_the_loop(pair):
     views: DirectViews = pair[0].bridge._direct
-    small, large = b"x" * 1024, b"x" * (64 * 1024 + 1)
+    small, large = b"x" * 1024, b"x" * (4 * 1024 + 1)
     assert views.loop_view_for("POST", "subjects.register", large) is None
     assert views.loop_view_for("GET", "subjects.register", small) is None
     on_loop = pair[0].node.service.group_commit

@@ -467,3 +467,33 @@ def test_closing_the_writer_fails_the_writes_still_queued_for_its_committer(log)
         wait_for(lambda: not any(t.name == "group-commit" for t in threading.enumerate()), "the committer ends")
     finally:
         node.close()
+
+
+def test_a_check_against_several_versions_from_an_event_loop_still_refuses_what_breaks_one(log):
+    """With a transitive level the check runs on a thread, not the loop; it is the same check."""
+    log.gate.set()
+    node = start(log)
+    try:
+        node.service.set_compatibility("t", "FULL_TRANSITIVE")
+        for name in ("a", "b", "c"):
+            fields = [{"name": n, "type": "string", "default": ""} for n in "abc"[:"abc".index(name) + 1]]
+            node.service.register("t", RegisterRequest(NewSchema(json.dumps(
+                {"type": "record", "name": "T", "fields": fields}))))
+        breaking = json.dumps({"type": "record", "name": "T", "fields": [{"name": "a", "type": "long"}]})
+        fine = json.dumps({"type": "record", "name": "T", "fields": [
+            {"name": n, "type": "string", "default": ""} for n in "abcd"]})
+
+        async def main() -> tuple[object, object]:
+            outcomes = []
+            for text in (breaking, fine):
+                try:
+                    outcomes.append(await node.service.register_async("t", RegisterRequest(NewSchema(text))))
+                except Exception as exc:  # noqa: BLE001 - asserted below
+                    outcomes.append(exc)
+            return outcomes[0], outcomes[1]
+
+        refused, accepted = asyncio.run(main())
+        assert type(refused).__name__ == "IncompatibleSchema", refused
+        assert isinstance(accepted, SchemaValue) and accepted.version == 4, accepted
+    finally:
+        node.close()

@@ -125,7 +125,7 @@ async def _register_direct_async(registry: RegistryService, request_: DirectRequ
 # CPU (issue 17).
 DIRECT = {("POST", "subjects.register"): _register_direct}
 # Of those, the ones with a twin on the event loop, taken when the service says so
-# (`DirectViews.on_loop`): a registration with group commit on waits for its batch
+# (`DirectViews.loop_view_for`): a registration with group commit on waits for its batch
 # without a thread of its own (issue 17: the hand-offs between threads cost more than
 # the registration's own work).
 DIRECT_ON_LOOP = {("POST", "subjects.register"): _register_direct_async}
