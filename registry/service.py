@@ -625,7 +625,7 @@ class RegistryService:
             try:
                 if self._group_commit:
                     return self._writer.write_grouped(plan)
-                # One write at a time by default on Kafka (`Settings.group_commit`).
+                # One write at a time with `group.commit.enable=false`.
                 return self._writer.write(lambda: plan(PendingWrites()))
             except _Replan:
                 continue

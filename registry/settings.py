@@ -333,16 +333,16 @@ class Settings:
 
     @property
     def group_commit(self) -> bool:
-        """Whether concurrent registrations share appends (store.writer's group commit).
-        By default on for the embedded store (one SQLite transaction, one fsync, per
-        batch) and off for Kafka: under a network partition it let writes answer past
-        their timeout (see registry/service.py)."""
+        """Whether concurrent registrations share appends (store.writer's group commit):
+        one SQLite transaction and fsync, or one produce round trip, per batch, and the
+        registration waits for it on the event loop. On by default for both stores;
+        `false` makes each registration take a thread and append alone."""
         value = self.get("group.commit.enable").strip().lower()
         if value in ("true", "false"):
             return value == "true"
         if value:
             raise ConfigError(f"group.commit.enable must be true or false, not {value!r}")
-        return not self.kafka_bootstrap_servers
+        return True
 
     @property
     def zookeeper_security(self) -> ZooKeeperSecurity:

@@ -158,11 +158,11 @@ def test_load_settings_names_the_file_it_cannot_read_or_parse(tmp_path: Path) ->
         load_settings(str(bad), environ={})
 
 
-def test_group_commit_is_on_for_the_embedded_store_and_off_with_kafka_unless_set() -> None:
+def test_group_commit_is_on_for_both_stores_unless_set_off() -> None:
     assert load_settings(environ={}).group_commit
     kafka = {"SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS": "localhost:9092"}
-    assert not load_settings(environ=kafka).group_commit
-    assert load_settings(environ={**kafka, "SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE": "true"}).group_commit
+    assert load_settings(environ=kafka).group_commit
+    assert not load_settings(environ={**kafka, "SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE": "false"}).group_commit
     assert not load_settings(environ={"SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE": "FALSE"}).group_commit
     with pytest.raises(ConfigError, match="group.commit.enable"):
         _ = load_settings(environ={"SCHEMA_REGISTRY_GROUP_COMMIT_ENABLE": "yes"}).group_commit
