@@ -17,12 +17,12 @@ of the memory of a dict-backed instance; the cache holds one per version).
 from __future__ import annotations
 
 import enum
-import json
 
 import orjson
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
+from store import compact_json
 from store.contracts import Metadata, RuleSet, metadata_from_json, rule_set_from_json
 
 
@@ -249,7 +249,7 @@ def logical_key(key: Key) -> tuple[Any, ...]:
 
 def _dumps(obj: dict[str, Any]) -> bytes:
     # Jackson's compact output: no spaces, non-ASCII kept as UTF-8, same escapes as json.
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return compact_json.dumps(obj)
 
 
 def encode_key(key: Key) -> bytes:
