@@ -52,7 +52,7 @@ import uuid
 from contextvars import ContextVar
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, Union
+from typing import Any, Protocol, TypeVar, Union
 
 from store.cache import Cache
 from store.log import Log, LogConflict, LogUnavailable, RecordTooLarge
@@ -208,7 +208,7 @@ class _Queued:
 
     __slots__ = ("plan", "deadline", "taken", "kind", "result", "error", "applied_at", "conflicts", "wake")
 
-    def __init__(self, plan: GroupPlan, deadline: float, wake: Callable[[], None] | None = None) -> None:
+    def __init__(self, plan: GroupPlan, deadline: float, wake: _Waker | None = None) -> None:
         self.plan = plan
         # A waiter on an event loop (`write_grouped_async`): called once settled, by the
         # settling thread; the committer calls it only once the records are applied.
@@ -426,7 +426,7 @@ class LogWriter:
             if self._election.leads_elsewhere():
                 return self._answer_as_follower(lambda: plan(PendingWrites()))
             future = loop.create_future()
-            item = _Queued(plan, deadline, _waker(loop, future))
+            item = _Queued(plan, deadline, _Waker(loop, future))
             with self._queue_changed:
                 if self._closing:
                     raise StoreTimeout("the writer is closing")
@@ -494,8 +494,7 @@ class LogWriter:
                 # waits for them itself (`write_grouped_async`).
                 earliest = min(item.deadline for item in applied)
                 self._reader.wait_until(max(item.applied_at or 0 for item in applied), _remaining(earliest))
-                for item in applied:
-                    item.wake()
+                _wake_together([item.wake for item in applied if item.wake is not None])
 
     def close(self) -> None:
         """Stop the committer thread (if a write on an event loop started it); writes
@@ -986,19 +985,44 @@ class LogWriter:
         return forms, raw_value
 
 
-def _waker(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
+class _Waker:
     """What wakes `future`'s waiter from another thread (nothing once its loop is closed)."""
-    def wake() -> None:
-        try:
-            loop.call_soon_threadsafe(_wake, future)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
-    return wake
+
+    __slots__ = ("loop", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+        self.loop, self.future = loop, future
+
+    def __call__(self) -> None:
+        _call_on(self.loop, _wake, self.future)
+
+
+def _wake_together(wakers: list[_Waker]) -> None:
+    """Wake the waiters of a batch: one call into each event loop for all of its own
+    (each call into a loop writes to its wake-up pipe: a system call, and a turn of it)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for waker in wakers:
+        by_loop.setdefault(waker.loop, []).append(waker.future)
+    for loop, futures in by_loop.items():
+        _call_on(loop, _wake_all, futures)
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, callback: Callable[[Any], None], argument: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(callback, argument)
+    except RuntimeError:  # the loop is closed: nobody waits any more
+        pass
 
 
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _wake_all(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
 
 
 def _remaining(deadline: float) -> float:

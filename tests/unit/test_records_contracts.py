@@ -117,6 +117,8 @@ def test_guid_is_confluents_md5_of_the_content():
     pinned = bytes(b % 256 for b in (29, 32, -53, -71, -27, -29, 94, -105, 84, -25, -38, 23, 11, 110, 93, -37))
     assert content_md5(text, (), None, None) == pinned == hashlib.md5(text.encode()).digest()
     assert guid_of(pinned) == str(uuid.UUID(bytes=pinned))
+    for digest in (bytes(16), b"\xff" * 16, hashlib.md5(b"x").digest(), bytes(range(16))):
+        assert guid_of(digest) == str(uuid.UUID(bytes=digest))
     with_meta = content_md5(text, (), Metadata(), None)
     assert with_meta == hashlib.md5(text.encode() + b"\x01").digest(), "empty metadata still marks its presence"
 
