@@ -61,6 +61,21 @@ def test_the_memo_evicts_the_least_recently_used_beyond_its_weight():
     assert parse.calls == 11 and len(memo) <= 5, "a text heavier than the memo is parsed, not held"
 
 
+def test_a_hit_keeps_its_entry_and_the_least_recently_used_goes_first():
+    memo, parse = ParseMemo(max_weight=4 * (1024 + 1000)), Counting()
+    texts = [f"{i}" + "x" * 999 for i in range(5)]
+    for text in texts[:4]:
+        memo.parse("AVRO", text, {}, False, parse)
+    assert len(memo) == 4 and parse.calls == 4, "four entries of 2,024 fit in 8,096"
+    memo.parse("AVRO", texts[0], {}, False, parse)  # the oldest, used again
+    memo.parse("AVRO", texts[4], {}, False, parse)  # a fifth: one must go
+    assert parse.calls == 5 and len(memo) == 4
+    memo.parse("AVRO", texts[0], {}, False, parse)
+    assert parse.calls == 5, "the entry used again stayed"
+    memo.parse("AVRO", texts[1], {}, False, parse)
+    assert parse.calls == 6, "the least recently used one went"
+
+
 def test_a_repeated_lookup_parses_the_submitted_text_once():
     node = build_node(load_settings(environ={}), MemoryLog())
     try:
