@@ -404,8 +404,7 @@ class LogWriter:
                     self._repair_within(deadline)
                 return item.result  # type: ignore[return-value]
             if item.kind == _FAILED:
-                assert item.error is not None
-                raise item.error
+                raise _taken_error(item)
             if item.kind == _AWAIT_OFFICE:
                 self._await_office(deadline)
             # _FOLLOW: another node leads now; the loop answers as a follower
@@ -458,8 +457,7 @@ class LogWriter:
                     await loop.run_in_executor(None, self._repair_within, deadline)
                 return item.result  # type: ignore[return-value]
             if item.kind == _FAILED:
-                assert item.error is not None
-                raise item.error
+                raise _taken_error(item)
             if item.kind == _AWAIT_OFFICE:
                 await loop.run_in_executor(None, self._await_office, deadline)
             # _FOLLOW: another node leads now; the loop answers as a follower
@@ -1023,6 +1021,16 @@ def _wake_all(futures: list[asyncio.Future[None]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(None)
+
+
+def _taken_error(item: _Queued) -> BaseException:
+    """The error that failed `item`, which no longer holds it. Raised by the waiter,
+    whose frame the error's traceback then holds (as it holds the frames that planned
+    `item`): if `item` still held the error, that would be a cycle, left for the
+    garbage collector on every refused write."""
+    error, item.error = item.error, None
+    assert error is not None
+    return error
 
 
 def _remaining(deadline: float) -> float:

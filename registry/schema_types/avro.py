@@ -511,41 +511,42 @@ def _check_nesting(root: _Node) -> None:
     A record met again on its own path (a recursive type) adds nothing; each record's
     depth is computed once. The walk itself never goes deeper than the limit.
     """
-    known: dict[int, int] = {}
-    on_path: set[int] = set()
+    _nesting_below(root, 0, {}, set())
 
-    def depth(node: _Node, level: int) -> int:
-        if level > MAX_DEPTH:
-            raise InvalidSchema(f"the schema nests more than {MAX_DEPTH} levels deep "
-                                "(counting the types its references define)")
-        if isinstance(node, _Array):
-            return 1 + depth(node.items, level + 1)
-        if isinstance(node, _Map):
-            return 1 + depth(node.values, level + 1)
-        if isinstance(node, _Union):
-            deepest = 0
-            for branch in node.branches:
-                deepest = max(deepest, depth(branch, level + 1))
-            return 1 + deepest
-        if not isinstance(node, _Record):
-            return 1
-        key = id(node)
-        if key in on_path:
-            return 0
-        below = known.get(key)
-        if below is None:
-            on_path.add(key)
-            below = 0
-            for schema_field in node.fields:
-                below = max(below, depth(schema_field.type, level + 1))
-            on_path.discard(key)
-            known[key] = below
-        if level + below > MAX_DEPTH:
-            raise InvalidSchema(f"the schema nests more than {MAX_DEPTH} levels deep "
-                                "(counting the types its references define)")
-        return 1 + below
 
-    depth(root, 0)
+def _nesting_below(node: _Node, level: int, known: dict[int, int], on_path: set[int]) -> int:
+    """`_check_nesting`'s walk: the levels at and below `node`, met at `level`. A
+    function of its own, not a closure: a recursive closure holds itself through its
+    cell, a cycle left for the garbage collector on every parse."""
+    if level > MAX_DEPTH:
+        raise InvalidSchema(f"the schema nests more than {MAX_DEPTH} levels deep "
+                            "(counting the types its references define)")
+    if isinstance(node, _Array):
+        return 1 + _nesting_below(node.items, level + 1, known, on_path)
+    if isinstance(node, _Map):
+        return 1 + _nesting_below(node.values, level + 1, known, on_path)
+    if isinstance(node, _Union):
+        deepest = 0
+        for branch in node.branches:
+            deepest = max(deepest, _nesting_below(branch, level + 1, known, on_path))
+        return 1 + deepest
+    if not isinstance(node, _Record):
+        return 1
+    key = id(node)
+    if key in on_path:
+        return 0
+    below = known.get(key)
+    if below is None:
+        on_path.add(key)
+        below = 0
+        for schema_field in node.fields:
+            below = max(below, _nesting_below(schema_field.type, level + 1, known, on_path))
+        on_path.discard(key)
+        known[key] = below
+    if level + below > MAX_DEPTH:
+        raise InvalidSchema(f"the schema nests more than {MAX_DEPTH} levels deep "
+                            "(counting the types its references define)")
+    return 1 + below
 
 
 def _doc(obj: dict[str, JsonValue], path: str) -> str | None:
