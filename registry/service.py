@@ -580,7 +580,7 @@ class RegistryService:
     def with_resolved_references(self, new: NewSchema) -> NewSchema:
         """`new` with every reference to version -1 ("latest") resolved to the version it
         names now, as it is stored. Raises SubjectNotFound/VersionNotFound."""
-        if not any(r.version == -1 for r in new.references):
+        if not new.references or not any(r.version == -1 for r in new.references):
             return new
         refs = tuple(SchemaReference(r.name, r.subject, self.version(r.subject, "latest").version)
                      if r.version == -1 else r for r in new.references)

@@ -165,6 +165,10 @@ def flag(name: str, default: bool = False) -> bool:
 
 def flag_in(args: Mapping[str, str], name: str, default: bool = False) -> bool:
     """`flag`, from query parameters `args` (a MultiDict: `get` gives the first value)."""
+    if name not in args:
+        # Werkzeug's MultiDict.get raises and catches an HTTPException for a missing key
+        # (1.2 us, where `in` takes 0.03): most requests name no flag.
+        return default
     value = args.get(name)
     return default if value is None else value.strip().lower() == "true"
 

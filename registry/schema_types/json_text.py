@@ -61,12 +61,18 @@ def _finite(token: str) -> float:
     return value
 
 
+# One decoder for every call: `json.loads` with hooks builds a new one each time (half
+# of decoding a small record schema: 5.3 against 2.6 us). It holds no state between
+# calls but the C scanner's key memo, which only interns keys.
+_DECODER: Final = json.JSONDecoder(parse_constant=reject_constant, parse_int=parse_bounded_int,
+                                   parse_float=_finite)
+
+
 def load_json(text: str, what: str) -> JsonValue:
     """Decode `text`, raising InvalidSchema (naming `what`) if it is not a storable JSON
     document within the limits above."""
     try:
-        document = json.loads(text, parse_constant=reject_constant, parse_int=parse_bounded_int,
-                              parse_float=_finite)
+        document = _DECODER.decode(text)
     except RecursionError:
         raise InvalidSchema(f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels") from None
     except (ValueError, TypeError) as error:

@@ -40,6 +40,12 @@ def _parse_float(token: str) -> Decimal:
     return Decimal(bounded_number(token))
 
 
+# One decoder for every call, as registry.schema_types.json_text's: `json.loads` with
+# hooks builds a new one each time.
+_DECODER = json.JSONDecoder(parse_constant=reject_constant, parse_int=parse_bounded_int,
+                            parse_float=_parse_float)
+
+
 def load_json(text: str, what: str) -> JsonValue:
     """Decode `text`; raise InvalidSchema naming `what` if it is not acceptable JSON.
 
@@ -50,8 +56,7 @@ def load_json(text: str, what: str) -> JsonValue:
     if not isinstance(text, str):
         raise InvalidSchema(f"{what} must be a string")
     try:
-        value = json.loads(text, parse_constant=reject_constant, parse_int=parse_bounded_int,
-                           parse_float=_parse_float)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise InvalidSchema(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (ValueError, TypeError) as error:
