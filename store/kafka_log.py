@@ -68,6 +68,13 @@ ORIGIN_HEADER = "origin"
 
 # A slice of read()'s wait: close() waits at most this long for a read in progress.
 _POLL_SLICE = 0.1
+# A write's delivery callback is served by the thread waiting for it, one polling thread
+# at a time (`_await_delivery`). A writer that finds another polling waits for its own
+# callback, which that poll may serve; once the other stops, it takes over within this.
+_HANDOVER = 0.001
+# What no writer waits for (librdkafka's log and error events, the late delivery of a
+# write that timed out) is served this often by a thread of its own.
+_IDLE_POLL = 0.25
 # After a broker restart, reconnect within a second, not librdkafka's default 10 s.
 _RECONNECT = {"reconnect.backoff.ms": "100", "reconnect.backoff.max.ms": "1000"}
 _PARTITION = 0
@@ -168,13 +175,46 @@ class KafkaLog:
         self._read_lock = threading.Lock()
         self._position: int | None = None  # where the consumer delivers next; None: seek
         self._closed = False
-        # One thread serves the producer's delivery callbacks for every writer.
-        self._poller = threading.Thread(target=self._poll_producer, name="kafka-log-producer", daemon=True)
+        self._polling = threading.Lock()  # held by the thread polling the producer
+        self._stopped = threading.Event()
+        self._poller = threading.Thread(target=self._poll_idle, name="kafka-log-producer", daemon=True)
         self._poller.start()
 
-    def _poll_producer(self) -> None:
-        while not self._closed:
-            self._producer.poll(_POLL_SLICE)  # returns as soon as a callback was served
+    def _poll_idle(self) -> None:
+        """Serve the producer's events that no writer waits for, while no writer polls."""
+        while not self._stopped.wait(_IDLE_POLL):
+            if self._polling.acquire(blocking=False):
+                try:
+                    self._producer.poll(0)
+                finally:
+                    self._polling.release()
+
+    def _await_delivery(self, producer: Producer, done: threading.Event, deadline: float) -> bool:
+        """Wait until `done` is set by a delivery callback or `deadline` passes; True if set.
+
+        The waiting thread serves the callbacks itself: a thread polling for every writer
+        cost a hand-off per write (it woke, served the callback, woke the writer), ~1.4
+        of the ~9 context switches a registration made under 10 writers; without it,
+        6-13% more registrations a second (4 rounds alternating). One thread polls at a
+        time: a second would sit out its whole poll once the first served its callback.
+        """
+        polling = self._polling
+        while not done.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if polling.acquire(blocking=False):
+                try:
+                    while not done.is_set():
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            return False
+                        producer.poll(min(remaining, _POLL_SLICE))  # back once a callback ran
+                finally:
+                    polling.release()
+                return True
+            done.wait(min(remaining, _HANDOVER))  # another thread polls, and may serve ours
+        return True
 
     # ---- writing ------------------------------------------------------------
 
@@ -210,7 +250,7 @@ class KafkaLog:
             raise LogUnavailable(f"Kafka refused the write: {exc.args[0].str()}") from None
         # message.timeout.ms fails the record first; this margin only guards a lost callback.
         deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
-        if not done.wait(max(deadline - time.monotonic(), 0.0)):  # served by the poller thread
+        if not self._await_delivery(producer, done, deadline):
             raise LogUnavailable("Kafka did not acknowledge the write in time")
         err, offset = outcome[0]
         if err is not None:
@@ -295,9 +335,7 @@ class KafkaLog:
     def _acknowledged(self, producer: Producer, done: threading.Event, offsets: list[int],
                       errors: list[KafkaError], refused: str | None, timeout: float | None) -> list[int]:
         deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
-        # The poller thread serves the delivery callbacks: a writer polling for its own
-        # would sit out a poll slice whenever another writer's poll served its callback.
-        done.wait(max(deadline - time.monotonic(), 0.0))
+        self._await_delivery(producer, done, deadline)
         if all(offset == -1 for offset in offsets):
             if any(e.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE) for e in errors):
                 raise RecordTooLarge(f"Kafka refused the record as too large: {errors[0].str()}")
@@ -446,6 +484,7 @@ class KafkaLog:
             self._end_queries.shutdown(wait=False, cancel_futures=True)
             self._consumer.close()
             self._ends.close()
+        self._stopped.set()
         self._poller.join(timeout=2 * _POLL_SLICE)
         self._producer.flush(self._timeout)
 

@@ -182,6 +182,83 @@ def test_append_returns_increasing_offsets_and_read_returns_them_in_order(kafka_
         "read starts at the requested offset (a seek backwards)"
 
 
+def test_appends_from_many_threads_at_once_are_each_acknowledged(kafka_log: KafkaLog) -> None:
+    """Each writer serves delivery callbacks itself, one at a time: a writer whose
+    callback another's poll served, or who finds nobody polling, still gets its answer."""
+    offsets: list[int] = []
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+
+    def writer(w: int) -> None:
+        try:
+            for i in range(15):
+                offset = kafka_log.append(b"w%d-%d" % (w, i), b"v", timeout=10.0)
+                with lock:
+                    offsets.append(offset)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    [t.start() for t in threads]
+    [t.join(60) for t in threads]
+    assert not failures, f"every concurrent append is acknowledged: {failures[:3]}"
+    assert len(set(offsets)) == 8 * 15, "each append landed at an offset of its own"
+
+
+def test_an_append_whose_callback_another_thread_serves_returns_at_once(kafka_log: KafkaLog) -> None:
+    """While another thread polls the producer (as a writer waiting for its own record
+    does), an append's callback is served by that poll: it must return then, not wait
+    for the other to stop (or, if it never did, until its own timeout)."""
+    kafka_log.append(b"warm-up", b"v")
+    stop = threading.Event()
+    holding = threading.Event()
+
+    def other_writer() -> None:
+        with kafka_log._polling:  # a writer polling for a record of its own
+            holding.set()
+            until = time.monotonic() + 25
+            while not stop.is_set() and time.monotonic() < until:
+                kafka_log._producer.poll(0.1)
+
+    other = threading.Thread(target=other_writer)
+    other.start()
+    try:
+        assert holding.wait(5)
+        began = time.monotonic()
+        kafka_log.append(b"served-by-another", b"v", timeout=20.0)
+        waited = time.monotonic() - began
+    finally:
+        stop.set()
+        other.join(5)
+    assert waited < 10.0, f"the other thread's poll served the callback; the append waited {waited:.1f} s"
+
+
+def test_an_append_takes_over_polling_when_the_polling_thread_stops(kafka_log: KafkaLog) -> None:
+    """A thread that held the producer's polling without polling (its record was just
+    acknowledged, say) lets go: a waiting append then polls for its own callback."""
+    kafka_log.append(b"warm-up", b"v")
+    kafka_log._stopped.set()  # no idle poll either: only the append itself can serve it
+    kafka_log._poller.join(5)
+    release = threading.Event()
+    holding = threading.Event()
+
+    def idle_holder() -> None:
+        with kafka_log._polling:
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=idle_holder)
+    holder.start()
+    assert holding.wait(5)
+    threading.Timer(0.5, release.set).start()
+    try:
+        offset = kafka_log.append(b"taken-over", b"v", timeout=20.0)
+    finally:
+        release.set()
+        holder.join(5)
+    assert read_records(kafka_log, offset, 1).records[0].key == b"taken-over"
+
+
 def test_read_blocks_until_an_append_wakes_it(kafka_log: KafkaLog) -> None:
     start = kafka_log.end_offset()
     kafka_log.read(start, 10, 0.5)  # the consumer is now at the end
