@@ -40,6 +40,7 @@ from typing import Any
 
 from granian.http import HTTP1Settings
 
+from registry.collector import IdleFullCollections
 from registry.http.app import build_asgi
 from registry.http.security.guard import check_files
 from registry.http.security.tls import server_context
@@ -273,9 +274,11 @@ def settle_after_ready() -> None:
     the process, and without this every full collection traversed them all again,
     21-28 ms each, a stall of every request under way (p99 of the lookup under wrk:
     about 80 ms, 33-38 ms frozen; bench/read_throughput.py). Refcounting still frees
-    them when they are replaced."""
+    them when they are replaced. What the node makes from then on is collected in full
+    at idle moments (`registry.collector`)."""
     import_deferred()
     gc.freeze()
+    IdleFullCollections().start()
 
 
 def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
