@@ -164,6 +164,7 @@ class KafkaLog:
         self._consumer: Consumer = _client(Consumer, self._consumer_config)
         self._delivered_at = time.monotonic()  # when a read last moved the position
         self.consumer_replacements = 0  # stalled consumers replaced (see _STALL_SECONDS)
+        self.seeks = 0  # reads that had to (re)position the consumer: a reader reads on
         # The log's end comes from a consumer of its own, not the AdminClient: librdkafka's
         # admin ListOffsets keeps a stale leader epoch after a broker restart and fails
         # with FENCED_LEADER_EPOCH until its metadata refreshes (minutes). A read_committed
@@ -371,6 +372,7 @@ class KafkaLog:
                 # assign() rather than seek(): it works before the first fetch too.
                 self._consumer.assign([TopicPartition(self._topic, _PARTITION, from_offset)])
                 self._position = from_offset
+                self.seeks += 1
             # consume(n, t) waits for all n or the whole t: take what is queued at once,
             # and only when nothing is, wait for the first message and then take the rest.
             messages = self._consumer.consume(max_records, 0)

@@ -9,6 +9,14 @@ Where the log allows reads from several threads (`Log.concurrent_reads`), a writ
 that is waiting applies the log itself instead of waking the thread and waiting for
 it: the hand-off between threads cost more than the write (0.5 ms of 1 ms). Both take
 the same apply lock and skip what the other applied, so order is unchanged.
+
+A writer whose records the log acknowledged where it expected them applies them itself
+when every record before them is applied (`apply_landed`): they are the bytes the log
+holds there. On Kafka that spares each batch of registrations the wait for the reader
+thread to be woken with the fetched records and to wake the writer in turn (-1.1
+context switches and ~4.5% of the registry's CPU a registration, 10 rounds
+alternating). The thread then reads those records too and skips them, reading on from
+where its own reads reached, so the consumer never seeks.
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ import time
 
 from store.cache import Cache
 from store.log import Log, LogBatch, LogUnavailable
-from store.records import RecordFormatError, decode_key, decode_schema_record, decode_value
+from store.records import LogRecord, RecordFormatError, decode_key, decode_schema_record, decode_value
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +43,10 @@ class LogReader:
         self._log = log_
         self._cache = cache
         self._next_offset = 0
+        # Where the thread's next read starts: the position its last read reached. A
+        # writer may have applied further (`apply_landed`); reading on from here, not
+        # from there, spares a log that reads in sequence (Kafka) a seek each time.
+        self._read_from = 0
         self._applied = threading.Condition()
         self._apply_lock = threading.Lock()
         self._self_service = bool(getattr(log_, "concurrent_reads", False))
@@ -42,6 +54,7 @@ class LogReader:
         self._thread = threading.Thread(target=self._run, name="log-reader", daemon=True)
         self.skipped = 0  # records that could not be decoded
         self.dropped = 0  # records that landed at another offset than their writer expected
+        self.landed = 0  # writers' batches applied by their writer (`apply_landed`)
         # Keys whose newest record in the log is one that readers dropped: once compacted,
         # it would hide the valid record before it, so the leader re-states them.
         self.misplaced_latest: dict[bytes, int] = {}
@@ -93,6 +106,20 @@ class LogReader:
         finally:
             self._apply_lock.release()
 
+    def apply_landed(self, records: list[LogRecord], next_offset: int) -> bool:
+        """Apply `records`, a writer's own that the log acknowledged at their offsets, if
+        every record before the first is applied already; False (nothing done) if not.
+
+        They are the very bytes the log holds there, so applying them now is applying
+        them as this reader would once it reads them (it then skips them): the writer
+        answers without waiting for the read's hand-off between threads."""
+        with self._apply_lock:
+            if not records or self._next_offset != records[0].offset:
+                return False
+            self._apply_batch_locked(LogBatch(records, next_offset))
+            self.landed += 1
+            return True
+
     def catch_up(self, timeout: float) -> bool:
         """Block until everything in the log now has been applied. Raises LogUnavailable."""
         return self.wait_until(self._log.end_offset(), timeout)
@@ -100,7 +127,8 @@ class LogReader:
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
-                batch = self._log.read(self._next_offset, _BATCH, _POLL_SECONDS)
+                start = self._next_offset if self._self_service else self._read_from
+                batch = self._log.read(start, _BATCH, _POLL_SECONDS)
             except LogUnavailable as exc:
                 log.warning("log unavailable, retrying: %s", exc)
                 self._stopping.wait(_POLL_SECONDS)
@@ -111,6 +139,7 @@ class LogReader:
                 continue
             with self._apply_lock:
                 self._apply_batch_locked(batch)
+            self._read_from = max(batch.next_offset, start)
             if not batch.records:
                 # Idle: index what replay left for later (it did not wait for it).
                 self._cache.index_contents()

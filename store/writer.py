@@ -22,7 +22,9 @@ The protocol, in order, for every write:
    else appended first (`LogConflict`), catch up and plan again, so every write is
    validated against the state it is appended to. Readers drop records that landed
    elsewhere (`store.reader`), so a late append from a zombie has no effect.
-5. **Read your writes**: return only once this node's reader has applied the records.
+5. **Read your writes**: return only once the records are applied to this node's
+   cache: by the writer itself, as soon as the log acknowledges them in place, when
+   every record before them is applied (`LogReader.apply_landed`); else by the reader.
 
 **Group commit** (`write_grouped`): registrations that arrive while a batch is being
 written queue up; the next writer to find no batch under way plans every queued write
@@ -60,6 +62,7 @@ from store.reader import LogReader
 from store.records import (
     FenceValue,
     Key,
+    LogRecord,
     NoopKey,
     RecordFormatError,
     SchemaValue,
@@ -723,6 +726,13 @@ class LogWriter:
             for item in flight.items:
                 self._settle(item, _FAILED, error=failure)
         else:
+            if len(offsets) == len(flight.encoded) and all(
+                    landed == wanted for landed, wanted in zip(offsets, range(flight.start, flight.end))):
+                # All in place: applied here, without waiting for the reader to read
+                # them back, if nothing before them waits to be.
+                self._reader.apply_landed([LogRecord(offset, raw_key, raw_value, offset)
+                                           for offset, (raw_key, raw_value) in zip(offsets, flight.encoded)],
+                                          flight.end)
             position = flight.start
             for item, result, size in zip(flight.items, flight.results, flight.sizes):
                 mine = offsets[position - flight.start:position - flight.start + size]

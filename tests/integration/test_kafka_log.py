@@ -3,6 +3,7 @@ appends, and a registry node on Kafka (restart, adoption of Confluent/Karapace t
 exact tombstone keys, corrupt records, a broker restart under a running node)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from registry.http.app import build_asgi
 from registry.node import Node, build_node
+from registry.service import NewSchema, RegisterRequest
 from registry.settings import load_settings
 from store.cache import Cache
 from store.kafka_config import KafkaLogConfig
@@ -454,6 +456,53 @@ def test_node_registers_and_a_restarted_node_has_the_same_state(kafka_bootstrap:
     assert second.cache.fence.max_id == first.cache.fence.max_id > 0, \
         "the new term's fence carries the id watermark the hard delete raised"
     assert Api(second).register("s0", avro_record("R", "new"))[1]["id"] == max(ids) + 1
+
+
+def test_registrations_are_applied_by_their_writer_and_the_consumer_never_seeks(kafka_bootstrap: str,
+                                                                                fresh_topic: str,
+                                                                                nodes: list[Node]) -> None:
+    nodes.append(node := start_node(kafka_bootstrap, fresh_topic))
+    log = node.log
+    assert isinstance(log, KafkaLog)
+    seeks = log.seeks
+    # The reader thread is held before its next read while the registrations land, as
+    # under load it waits for the interpreter while the committer holds it: each batch
+    # is acknowledged before the thread can read it back.
+    read, reading, held = log.read, threading.Event(), threading.Event()
+
+    def late_read(from_offset: int, *args: Any) -> LogBatch:
+        if not reading.is_set():
+            held.set()
+            reading.wait()
+            return LogBatch([], from_offset)  # as a read that found nothing in time
+        return read(from_offset, *args)
+
+    log.read = late_read  # type: ignore[method-assign]
+    assert held.wait(TIMEOUT), "the reader thread comes back for its next read"
+
+    async def main() -> list[object]:
+        async def one(i: int) -> object:
+            value = await node.service.register_async(f"s{i}", RegisterRequest(NewSchema(avro_record(f"R{i}", "a"))))
+            assert node.cache.version(f"s{i}", 1) == value, "applied to the cache before the call returned"
+            return value
+        return await asyncio.gather(*(one(i) for i in range(60)))
+
+    try:
+        values = asyncio.run(main())
+    finally:
+        reading.set()
+    assert sorted(v.id for v in values) == list(range(1, 61))
+    assert node.writer.batches < 60, "the registrations shared batches"
+    assert node.reader.landed == node.writer.batches, "their writer applied every batch itself"
+    # A record of someone else's after them: only the reader thread, reading past the
+    # batches, can apply it.
+    foreign = log.append(b'{"keytype":"NOOP","magic":0}', None)
+    assert node.reader.wait_until(foreign + 1, TIMEOUT)
+    assert log.seeks == seeks, \
+        "the reader reads on past the records the writer applied itself: no seek for any batch"
+    nodes.append(replayed := start_node(kafka_bootstrap, fresh_topic))
+    assert replayed.cache.fingerprint()[:-1] == node.cache.fingerprint()[:-1], \
+        "what the writer applied is what every node reads from the topic"
 
 
 def test_a_bulk_import_lands_in_one_go_on_kafka_and_replays_alike(kafka_bootstrap: str, fresh_topic: str,

@@ -14,7 +14,7 @@ import pytest
 from registry.node import build_node
 from registry.service import NewSchema, RegisterRequest
 from registry.settings import load_settings
-from store.log import LogConflict
+from store.log import LogBatch, LogConflict
 from store.memory_log import MemoryLog
 from store.records import ConfigKey, ConfigValue, LogRecord, SchemaValue, encode_key, encode_value
 from store.writer import StoreTimeout, _Queued
@@ -497,3 +497,44 @@ def test_a_check_against_several_versions_from_an_event_loop_still_refuses_what_
         assert isinstance(accepted, SchemaValue) and accepted.version == 4, accepted
     finally:
         node.close()
+
+
+class BlindLog(MemoryLog):
+    """A log read by one thread only (as Kafka's consumer is), whose reads can be made to
+    see nothing new: what lands then reaches the cache only if its writer applies it."""
+
+    concurrent_reads = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blind_from: int | None = None
+
+    def read(self, from_offset, max_records, timeout):
+        if self.blind_from is not None:
+            time.sleep(min(timeout, 0.05))
+            return LogBatch([], from_offset)
+        return super().read(from_offset, max_records, timeout)
+
+
+def test_a_landed_batch_is_applied_by_its_writer_without_waiting_for_the_reader():
+    log = BlindLog()
+    node = start(log, timeout_ms=1500)
+    try:
+        assert node.writer.wait_caught_up(5)
+        log.blind_from = log.end_offset()
+
+        async def main() -> list[object]:
+            return await asyncio.gather(*(node.service.register_async(f"s{i}", RegisterRequest(NewSchema(schema(f"R{i}"))))
+                                          for i in range(4)), return_exceptions=True)
+
+        results = asyncio.run(main())
+        assert all(isinstance(r, SchemaValue) for r in results), \
+            f"the records are applied as soon as the log acknowledges them: {results}"
+        assert all(node.cache.version(f"s{i}", 1) == results[i] for i in range(4))
+        threaded = node.service.register("t", RegisterRequest(NewSchema(schema("T"))))
+        assert node.cache.version("t", 1) == threaded, "a writer on its own thread applies its batch too"
+        assert node.reader.next_offset == log.end_offset() > log.blind_from
+    finally:
+        log.blind_from = None
+        node.close()
+        log.close()

@@ -61,3 +61,67 @@ def test_reader_drops_records_that_landed_where_their_writer_did_not_expect():
         assert reader.next_offset == 3, "a dropped record still moves the reader past it"
     finally:
         reader.stop()
+
+
+class SequentialLog(MemoryLog):
+    """A memory log read by one thread only, as Kafka's consumer is (no waiting writer
+    applies records by reading them itself), which records where each read started."""
+
+    concurrent_reads = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read_from: list[int] = []
+
+    def read(self, from_offset, max_records, timeout):
+        self.read_from.append(from_offset)
+        return super().read(from_offset, max_records, timeout)
+
+
+def landed(log: MemoryLog, *records: tuple[bytes, bytes | None]) -> list[LogRecord]:
+    """Append `records` where the log ends, as a writer's conditional append lands them."""
+    offsets = log.append_many(list(records), log.end_offset())
+    return [LogRecord(offset, key, value, offset) for offset, (key, value) in zip(offsets, records)]
+
+
+def test_a_writers_landed_records_are_applied_at_once_and_skipped_when_read():
+    log = SequentialLog()
+    cache = Cache()
+    reader = LogReader(log, cache)
+    mine = landed(log, schema_record("a", 1), schema_record("b", 2))
+    assert reader.apply_landed(mine, 2), "nothing comes before them: the writer applies them"
+    assert reader.next_offset == 2 and cache.subjects() == ["a", "b"]
+    assert reader.wait_until(2, 0), "read-your-writes holds without the reader thread"
+    log.append(*schema_record("c", 3))  # someone else's, after them
+    reader.start()
+    try:
+        assert reader.wait_until(3, 5)
+        assert cache.subjects() == ["a", "b", "c"]
+        assert reader.skipped == reader.dropped == 0
+        assert log.read_from[0] == 0, \
+            "the thread reads on from where its own reads reached, not from where the writer applied to"
+    finally:
+        reader.stop()
+    fresh = Cache()
+    replayed = LogReader(log, fresh)
+    replayed.start()
+    try:
+        assert replayed.wait_until(3, 5)
+    finally:
+        replayed.stop()
+    assert fresh.fingerprint() == cache.fingerprint(), "applied by the writer or read back: the same state"
+
+
+def test_landed_records_behind_unapplied_ones_are_left_to_the_reader():
+    log = SequentialLog()
+    cache = Cache()
+    reader = LogReader(log, cache)
+    log.append(*schema_record("a", 1))  # not applied yet
+    mine = landed(log, schema_record("b", 2))
+    assert not reader.apply_landed(mine, 2), "a record before them is not applied: order first"
+    assert reader.next_offset == 0 and cache.subjects() == []
+    reader.start()
+    try:
+        assert reader.wait_until(2, 5) and cache.subjects() == ["a", "b"]
+    finally:
+        reader.stop()
