@@ -524,8 +524,9 @@ def test_a_landed_batch_is_applied_by_its_writer_without_waiting_for_the_reader(
         log.blind_from = log.end_offset()
 
         async def main() -> list[object]:
-            return await asyncio.gather(*(node.service.register_async(f"s{i}", RegisterRequest(NewSchema(schema(f"R{i}"))))
-                                          for i in range(4)), return_exceptions=True)
+            requests = [RegisterRequest(NewSchema(schema(f"R{i}"))) for i in range(4)]
+            return await asyncio.gather(*(node.service.register_async(f"s{i}", request)
+                                          for i, request in enumerate(requests)), return_exceptions=True)
 
         results = asyncio.run(main())
         assert all(isinstance(r, SchemaValue) for r in results), \
