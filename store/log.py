@@ -99,6 +99,11 @@ class Log(Protocol):
         Raises LogUnavailable.
         """
 
+    def rest(self) -> None:
+        """Stop fetching ahead until the next `read`, which reads on from where the last
+        one reached. Optional: the reader calls it, where a backend has it, while this
+        node's writer applies its own records (see `store.reader`). Never blocks."""
+
     def end_offset(self, timeout: float | None = None) -> int:
         """The log's end: the offset the next appended record will have (in Kafka, the
         last stable offset, which is the high watermark unless a transaction is open).

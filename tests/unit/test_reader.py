@@ -1,6 +1,11 @@
 """The reader: applies records in order, drops misplaced ones, knows when it has caught up."""
 from __future__ import annotations
 
+import time
+
+import pytest
+
+import store.reader as reader_module
 from store.cache import Cache
 from store.memory_log import MemoryLog
 from store.reader import LogReader
@@ -123,5 +128,76 @@ def test_landed_records_behind_unapplied_ones_are_left_to_the_reader():
     reader.start()
     try:
         assert reader.wait_until(2, 5) and cache.subjects() == ["a", "b"]
+    finally:
+        reader.stop()
+
+
+class RestingLog(SequentialLog):
+    """A sequential log that can stop fetching until its next read, as `KafkaLog.rest`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rests = 0
+
+    def rest(self) -> None:
+        self.rests += 1
+
+
+def until(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_reader_that_reads_back_only_records_its_writer_applied_rests_until_a_waiter_needs_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_module, "_REST_SECONDS", 60.0)
+    log = RestingLog()
+    cache = Cache()
+    reader = LogReader(log, cache)
+    assert reader.apply_landed(landed(log, schema_record("a", 1), schema_record("b", 2)), 2)
+    reader.start()
+    try:
+        assert until(lambda: log.rests == 1), "it read back only what the writer applied: it rests"
+        reads = len(log.read_from)
+        log.append(*schema_record("c", 3))  # someone else's, which nobody waits for yet
+        time.sleep(0.3)
+        assert len(log.read_from) == reads and reader.next_offset == 2, "resting, it does not read"
+        assert reader.wait_until(3, 5), "a waiter for a record not applied ends the rest at once"
+        assert cache.subjects() == ["a", "b", "c"]
+        assert log.read_from[reads] == 2, "and it reads on from where its reads reached"
+    finally:
+        reader.stop()
+
+
+def test_a_resting_reader_reads_on_after_its_rest_without_a_waiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_module, "_REST_SECONDS", 0.2)
+    log = RestingLog()
+    cache = Cache()
+    reader = LogReader(log, cache)
+    assert reader.apply_landed(landed(log, schema_record("a", 1)), 1)
+    reader.start()
+    try:
+        assert until(lambda: log.rests >= 1)
+        log.append(*schema_record("b", 2))  # someone else's
+        assert until(lambda: reader.next_offset == 2), "a rest ends by itself: the record is applied"
+        assert cache.subjects() == ["a", "b"]
+    finally:
+        reader.stop()
+
+
+def test_a_reader_whose_reads_hold_records_not_applied_yet_never_rests() -> None:
+    log = RestingLog()
+    for i in range(3):
+        log.append(*schema_record(f"s{i}", i + 1))
+    reader, cache = run_reader(log)
+    try:
+        assert reader.wait_until(3, 5)
+        log.append(*schema_record("later", 9))
+        assert reader.wait_until(4, 5)
+        assert log.rests == 0, "a follower's reader (no writer applies its records) reads without rest"
     finally:
         reader.stop()
