@@ -19,14 +19,15 @@ alternating). The thread then reads those records too and skips them, reading on
 where its own reads reached, so the consumer never seeks.
 
 Once a read brings back only records the writer had applied, the thread rests: it asks
-the log to stop fetching (`Log.rest`, where the log has it: Kafka) and waits
+the log to stop fetching ahead (`Log.rest`, where the log has it: Kafka) and waits
 `_REST_SECONDS`, or less if someone waits for a record not applied yet, then reads on.
-Fetching every batch back had cost the broker a fetch a batch, half its CPU under 10
-writers, and this process the consumer's and this thread's work: without it, 1.05-1.17x
-the registrations a second on Kafka (bench/register_latency.py, rounds alternating). A
-follower's writer applies nothing, so its reader never rests; on the leader, a record
-of someone else's waits at most a rest, and every writer that needs it waits for it,
-which ends the rest.
+Reading every batch back had cost, on Kafka, the broker a fetch a batch (half its CPU
+under 10 writers) and this process the consumer's and this thread's work; on SQLite a
+wake-up and a query a batch. Resting: 1.05-1.17x the registrations a second on Kafka,
+1.06-1.09x embedded (bench/register_latency.py's load, rounds alternating). A follower's
+writer applies nothing, so its reader never rests; on the leader, a record of someone
+else's waits at most a rest, and every writer that needs it waits for it, which ends
+the rest.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class LogReader:
         self._self_service = bool(getattr(log_, "concurrent_reads", False))
         self._stopping = threading.Event()
         self._needed = threading.Event()  # someone waits for a record not applied yet
-        self._rest = getattr(log_, "rest", None)
+        self._stop_fetching = getattr(log_, "rest", None)
         self._thread = threading.Thread(target=self._run, name="log-reader", daemon=True)
         self.skipped = 0  # records that could not be decoded
         self.dropped = 0  # records that landed at another offset than their writer expected
@@ -159,7 +160,7 @@ class LogReader:
                 ahead = self._next_offset
                 self._apply_batch_locked(batch)
             self._read_from = max(batch.next_offset, start)
-            if self._rest is not None and batch.records and batch.records[-1].offset < ahead:
+            if batch.records and batch.records[-1].offset < ahead:
                 self._rest_while_writer_applies()
             if not batch.records:
                 # Idle: index what replay left for later (it did not wait for it).
@@ -167,16 +168,16 @@ class LogReader:
 
     def _rest_while_writer_applies(self) -> None:
         """After a read that found only records this node's writer had applied already:
-        stop the log fetching and wait `_REST_SECONDS`, or until someone waits for a
-        record not applied yet, then read on. While this node writes, the log is read
-        once a rest, not once a batch; a record of someone else's waits at most a rest
-        (and every writer that needs the log's state waits for it, which ends the rest)."""
-        assert self._rest is not None
-        try:
-            self._rest()
-        except Exception:  # noqa: BLE001 (a failed rest only costs the fetches it would save)
-            log.exception("could not stop the log fetching")
-            return
+        stop the log fetching ahead (where it does) and wait `_REST_SECONDS`, or until
+        someone waits for a record not applied yet, then read on. While this node
+        writes, the log is read once a rest, not once a batch; a record of someone
+        else's waits at most a rest (and every writer that needs the log's state waits
+        for it, which ends the rest)."""
+        if self._stop_fetching is not None:
+            try:
+                self._stop_fetching()
+            except Exception:  # noqa: BLE001 (it only costs the fetches it would have saved)
+                log.exception("could not stop the log fetching ahead")
         self._needed.wait(_REST_SECONDS)
         self._needed.clear()
 

@@ -152,17 +152,22 @@ def until(condition, seconds: float = 5.0) -> bool:
     return True
 
 
+@pytest.mark.parametrize("stops_fetching", [True, False], ids=["log that fetches ahead", "log read on demand"])
 def test_a_reader_that_reads_back_only_records_its_writer_applied_rests_until_a_waiter_needs_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, stops_fetching: bool) -> None:
     monkeypatch.setattr(reader_module, "_REST_SECONDS", 60.0)
-    log = RestingLog()
+    log = RestingLog() if stops_fetching else SequentialLog()
     cache = Cache()
     reader = LogReader(log, cache)
     assert reader.apply_landed(landed(log, schema_record("a", 1), schema_record("b", 2)), 2)
     reader.start()
     try:
-        assert until(lambda: log.rests == 1), "it read back only what the writer applied: it rests"
+        assert until(lambda: len(log.read_from) == 1)
+        time.sleep(0.1)
+        if stops_fetching:
+            assert log.rests == 1, "it read back only what the writer applied: it stops the fetching"
         reads = len(log.read_from)
+        assert reads == 1, "one read brought back what the writer applied; then the thread rests"
         log.append(*schema_record("c", 3))  # someone else's, which nobody waits for yet
         time.sleep(0.3)
         assert len(log.read_from) == reads and reader.next_offset == 2, "resting, it does not read"
