@@ -13,6 +13,11 @@ With `--kafka BOOTSTRAP` the registry stores schemas in a fresh compacted topic 
 Kafka instead, and the reference is 10 threads each producing one record at a time
 with acks=all to a topic on the same broker and waiting for it (the round trip every
 acknowledged registration needs). `make infra-up` prints a local bootstrap address.
+With Kafka a second reference runs under the same wrk load: the stack's floor, a bare
+ASGI app on granian as ours is served (uvloop, one worker) that reads each body and
+appends it with acks=all, the bodies that arrive together in one produce (one thread
+produces and waits, as our committer), then answers fixed bytes: what HTTP, the
+interpreter and Kafka cost a registration before any of the registry's own work.
 
 Usage: python bench/register_latency.py [--writes 2000] [--writers 10] [--kafka HOST:PORT]
        [--before CHECKOUT | --group-commit-both] [--rounds N]
@@ -21,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -36,7 +43,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import CLI, avro_record, registry  # noqa: E402
+from registry_process import CLI, ROOT, avro_record, free_port, registry  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -97,22 +104,28 @@ def ours(data: Path, writers: int, seconds: int, env: dict[str, str] | None = No
     with registry(data, env, cli=cli) as (url, _):
         requests.post(f"{url}/subjects/warm-up/versions", data=json.dumps({"schema": avro_record(0)}),
                       headers={"Content-Type": "application/json"}).raise_for_status()
-        out = subprocess.run(["wrk", f"-t{min(2, writers)}", f"-c{writers}", f"-d{seconds}s", "--latency",
-                              "-s", str(script), url], capture_output=True, text=True, check=True).stdout
-        if "Non-2xx" in out or "Socket errors" in out:
-            raise RuntimeError(f"wrk saw errors:\n{out}")
+        out, p50, p99, rate = _wrk(url, writers, seconds, script)
         # Each answered request made a subject of its own (those still under way when
         # wrk stopped may have made one more each): none was a repeat.
         answered = int(re.search(r"(\d+) requests in", out).group(1))
         made = len(requests.get(f"{url}/subjects", timeout=30).json()) - 1  # less the warm-up's
         if not answered <= made <= answered + writers:
             raise RuntimeError(f"{answered} registrations answered made {made} subjects: not one each")
+    return p50, p99, rate
+
+
+def _wrk(url: str, writers: int, seconds: int, script: Path) -> tuple[str, float, float, float]:
+    """wrk's output, p50 ms, p99 ms and requests/s, with `writers` connections running `script`."""
+    out = subprocess.run(["wrk", f"-t{min(2, writers)}", f"-c{writers}", f"-d{seconds}s", "--latency",
+                          "-s", str(script), url], capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw errors:\n{out}")
 
     def ms(label: str) -> float:
         value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)", out).groups()
         return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
-    return ms("50%"), ms("99%"), float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    return out, ms("50%"), ms("99%"), float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
 
 def sqlite_floor(data: Path, writers: int, per_writer: int) -> tuple[list[float], float]:
@@ -163,6 +176,100 @@ def kafka_floor(bootstrap: str, writers: int, per_writer: int) -> tuple[list[flo
         producer.flush(5)
 
 
+# The stack's floor (module docstring). Not the registry's code: no parsing, checking,
+# planning, applying or reading back, only what every registration needs around them.
+STACK_FLOOR_APP = '''
+import asyncio, os, threading
+from confluent_kafka import Producer
+
+producer = Producer({"bootstrap.servers": os.environ["FLOOR_BOOTSTRAP"], "acks": "all",
+                     "enable.idempotence": True, "linger.ms": 0})
+TOPIC = os.environ["FLOOR_TOPIC"]
+ANSWER = b'{"id":1}'
+HEADERS = [(b"content-type", b"application/vnd.schemaregistry.v1+json"), (b"content-length", b"8")]
+queued = []
+changed = threading.Condition()
+
+def commit():
+    while True:
+        with changed:
+            while not queued:
+                changed.wait()
+            batch = queued[:]
+            queued.clear()
+        left = [len(batch)]
+        def delivered(err, msg):
+            left[0] -= 1
+        for body, _, _ in batch:
+            producer.produce(TOPIC, value=body, partition=0, on_delivery=delivered)
+        while left[0]:
+            producer.poll(0.5)
+        loop = batch[0][1]
+        loop.call_soon_threadsafe(wake, [future for _, _, future in batch])
+
+def wake(futures):
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+threading.Thread(target=commit, daemon=True).start()
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    with changed:
+        queued.append((body, loop, future))
+        changed.notify()
+    await future
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": ANSWER})
+'''
+
+
+def stack_floor(work: Path, bootstrap: str, writers: int, seconds: int) -> tuple[float, float, float]:
+    """(p50 ms, p99 ms, writes/s) of the stack's floor (module docstring) under ours' wrk load."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"_bench_stack_floor_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive its futures
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result()
+    app_dir = work / "stack-floor"
+    app_dir.mkdir()
+    (app_dir / "stack_floor_app.py").write_text(STACK_FLOOR_APP)
+    script = app_dir / "register.lua"
+    script.write_text(WRK_REGISTER.replace("RUN", f"r{uuid.uuid4().hex[:8]}t"))
+    port = free_port()
+    server = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--loop", "uvloop",
+                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--no-log",
+                               "stack_floor_app:app"],
+                              cwd=app_dir, start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={**os.environ, "FLOOR_BOOTSTRAP": bootstrap,
+                                                              "FLOOR_TOPIC": topic})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                requests.post(f"{url}/warm-up", data=b"{}", timeout=5).raise_for_status()
+                break
+            except requests.RequestException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        return _wrk(url, writers, seconds, script)[1:]
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--writes", type=int, default=2000, help="writes for the reference path")
@@ -185,9 +292,12 @@ def main() -> None:
             mine = ("ours: POST /subjects/{s}/versions, Kafka store", *ours(work / "ours", args.writers, args.seconds, env))
             reference = ("reference: acks=all produce round trip only",
                          *summary(*kafka_floor(args.kafka, args.writers, per_writer)))
+            floor = ("stack floor: granian + grouped acks=all produce",
+                     *stack_floor(work, args.kafka, args.writers, args.seconds))
         else:
             mine = ("ours: POST /subjects/{s}/versions, embedded store", *ours(work / "ours", args.writers, args.seconds))
             reference = ("reference: durable SQLite commit only", *summary(*sqlite_floor(work, args.writers, per_writer)))
+            floor = None
         compared = compare(work, args) if args.before else []
         if args.group_commit_both:
             compared += compare_group_commit(work, args)
@@ -197,9 +307,11 @@ def main() -> None:
         print(line)
     print(f"\nRegister latency, {args.writers} concurrent writers")
     print(f"{'path':52} {'p50 ms':>7} {'p99 ms':>7} {'writes/s':>9}")
-    for name, p50, p99, rate in (mine, reference):
+    for name, p50, p99, rate in (mine, reference, *([floor] if floor else [])):
         print(f"{name:52} {p50:7.2f} {p99:7.2f} {rate:9.0f}")
     print(f"ratio p50 ours/floor: {mine[1] / reference[1]:.2f}x, writes/s ours/floor: {mine[3] / reference[3]:.2f}x")
+    if floor:
+        print(f"ratio to the stack floor: p50 {mine[1] / floor[1]:.2f}x, writes/s {mine[3] / floor[3]:.2f}x")
 
 
 def _kafka_env(bootstrap: str) -> dict[str, str]:
