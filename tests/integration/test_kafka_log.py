@@ -494,10 +494,8 @@ def test_registrations_are_applied_by_their_writer_and_the_consumer_never_seeks(
     assert sorted(v.id for v in values) == list(range(1, 61))
     assert node.writer.batches < 60, "the registrations shared batches"
     assert node.reader.landed == node.writer.batches, "their writer applied every batch itself"
-    deadline = time.monotonic() + TIMEOUT
-    while log.rests == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert log.rests >= 1, "having read back only what its writer applied, the reader stops the fetching"
+    eventually(lambda: log.rests >= 1,
+               what="the reader, having read back only what its writer applied, to stop the fetching")
     # A record of someone else's after them: only the reader thread, reading past the
     # batches, can apply it; a waiter for it ends the reader's rest.
     foreign = log.append(b'{"keytype":"NOOP","magic":0}', None)
@@ -506,9 +504,8 @@ def test_registrations_are_applied_by_their_writer_and_the_consumer_never_seeks(
         "the reader reads on past the records the writer applied itself: no seek for any batch"
     # And one nobody waits for: applied once the rest ends by itself.
     another = log.append(b'{"keytype":"NOOP","magic":0}', None)
-    while node.reader.next_offset <= another and time.monotonic() < deadline + TIMEOUT:
-        time.sleep(0.01)
-    assert node.reader.next_offset > another, "a rest ends by itself and the reader fetches on"
+    eventually(lambda: node.reader.next_offset > another,
+               what="the rest to end by itself and the reader to fetch on past a record nobody waits for")
     nodes.append(replayed := start_node(kafka_bootstrap, fresh_topic))
     assert replayed.cache.fingerprint()[:-1] == node.cache.fingerprint()[:-1], \
         "what the writer applied is what every node reads from the topic"
