@@ -730,9 +730,7 @@ class LogWriter:
                     landed == wanted for landed, wanted in zip(offsets, range(flight.start, flight.end))):
                 # All in place: applied here, without waiting for the reader to read
                 # them back, if nothing before them waits to be.
-                self._reader.apply_landed([LogRecord(offset, raw_key, raw_value, offset)
-                                           for offset, (raw_key, raw_value) in zip(offsets, flight.encoded)],
-                                          flight.end)
+                self._apply_landed(flight.encoded, flight.start)
             position = flight.start
             for item, result, size in zip(flight.items, flight.results, flight.sizes):
                 mine = offsets[position - flight.start:position - flight.start + size]
@@ -952,16 +950,27 @@ class LogWriter:
         encoded = self._encode_all(records)
         if len(encoded) == 1:
             raw_key, raw_value = encoded[0]
-            return self._log.append(raw_key, raw_value, expected_offset=expected, timeout=_remaining(deadline))
+            last = self._log.append(raw_key, raw_value, expected_offset=expected, timeout=_remaining(deadline))
+            self._apply_landed(encoded, expected)  # in place, else LogConflict was raised
+            return last
         # Several records (a bulk import, a delete with its config): one transaction or one
         # produce round trip for all, where one append each would cost a commit each.
         offsets = self._append_many(encoded, expected, deadline)
         if offsets == list(range(expected, expected + len(encoded))):
+            self._apply_landed(encoded, expected)
             return offsets[-1]
         if -1 in offsets:
             raise LogUnavailable("the log did not confirm every record of the write")
         # Some landed elsewhere (readers drop those): the caller plans again on what landed.
         raise LogConflict(f"records of the write landed at {offsets}, not from {expected}")
+
+    def _apply_landed(self, encoded: list[tuple[bytes, bytes | None]], start: int) -> None:
+        """Apply records the log acknowledged in place from `start` (`LogReader.apply_landed`):
+        the writer answers without waiting for the reader to read them back (a reader
+        that rests, store/reader.py, would first have to fetch again)."""
+        self._reader.apply_landed([LogRecord(offset, raw_key, raw_value, offset)
+                                   for offset, (raw_key, raw_value) in enumerate(encoded, start)],
+                                  start + len(encoded))
 
     def _encode_all(self, records: list[Record]) -> list[tuple[bytes, bytes | None]]:
         """The (key, value) bytes to append for `records`, in order.

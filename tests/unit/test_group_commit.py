@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from registry.node import build_node
-from registry.service import NewSchema, RegisterRequest
+from registry.service import ConfigUpdate, NewSchema, RegisterRequest
 from registry.settings import load_settings
 from store.log import LogBatch, LogConflict
 from store.memory_log import MemoryLog
@@ -534,6 +534,12 @@ def test_a_landed_batch_is_applied_by_its_writer_without_waiting_for_the_reader(
         assert all(node.cache.version(f"s{i}", 1) == results[i] for i in range(4))
         threaded = node.service.register("t", RegisterRequest(NewSchema(schema("T"))))
         assert node.cache.version("t", 1) == threaded, "a writer on its own thread applies its batch too"
+        # A write outside group commit (a config, a deletion) applies its records too: a
+        # reader resting while its writer applies (store/reader.py) is not woken for it.
+        assert node.service.set_config("t", ConfigUpdate(compatibility_level="NONE")).compatibility_level == "NONE"
+        assert node.cache.config("t").compatibility_level == "NONE"
+        assert node.service.delete_subject("t") == [1]
+        assert node.cache.versions("t") and node.cache.versions("t")[0].deleted
         assert node.reader.next_offset == log.end_offset() > log.blind_from
     finally:
         log.blind_from = None
