@@ -24,10 +24,11 @@ the log to stop fetching ahead (`Log.rest`, where the log has it: Kafka) and wai
 Reading every batch back had cost, on Kafka, the broker a fetch a batch (half its CPU
 under 10 writers) and this process the consumer's and this thread's work; on SQLite a
 wake-up and a query a batch. Resting: 1.05-1.17x the registrations a second on Kafka,
-1.06-1.09x embedded (bench/register_latency.py's load, rounds alternating). A follower's
+1.03-1.22x embedded (bench/register_latency.py's load, rounds alternating). A follower's
 writer applies nothing, so its reader never rests; on the leader, a record of someone
 else's waits at most a rest, and every writer that needs it waits for it, which ends
-the rest.
+the rest. (Every write of the leader's own applies its records: none waits for a resting
+reader, which may have to wait for a fetch already in flight, up to 500 ms, first.)
 """
 from __future__ import annotations
 
