@@ -726,8 +726,7 @@ class LogWriter:
             for item in flight.items:
                 self._settle(item, _FAILED, error=failure)
         else:
-            if len(offsets) == len(flight.encoded) and all(
-                    landed == wanted for landed, wanted in zip(offsets, range(flight.start, flight.end))):
+            if offsets == list(range(flight.start, flight.end)):
                 # All in place: applied here, without waiting for the reader to read
                 # them back, if nothing before them waits to be.
                 self._apply_landed(flight.encoded, flight.start)
