@@ -261,6 +261,80 @@ def test_an_append_takes_over_polling_when_the_polling_thread_stops(kafka_log: K
     assert read_records(kafka_log, offset, 1).records[0].key == b"taken-over"
 
 
+def _produce_requests(stats: list[str]) -> int:
+    """How many produce requests the producer has sent to brokers, by its latest statistics."""
+    brokers = json.loads(stats[-1])["brokers"].values()
+    return sum(broker["req"].get("Produce", 0) for broker in brokers if broker["nodeid"] >= 0)
+
+
+def test_a_batch_of_records_goes_to_the_broker_in_one_produce_request(kafka_log: KafkaLog) -> None:
+    """librdkafka's broker thread wakes on a batch's first record; unless the records
+    linger until their writer flushes, it sends the first alone and the rest after."""
+    stats: list[str] = []
+    kafka_log._producer = Producer({**kafka_log._producer_config, "statistics.interval.ms": 20,
+                                    "stats_cb": stats.append})
+    kafka_log.append(b"warm-up", b"v")  # the producer id and the connection
+
+    def settled() -> int | None:
+        # Statistics come with polls; two in a row that agree, after the last delivery.
+        seen = len(stats)
+        kafka_log._producer.poll(0.05)
+        if len(stats) - seen < 2 or stats[-1] == stats[-2]:
+            return None
+        return _produce_requests(stats) if _produce_requests(stats) == _produce_requests(stats[:-1]) else None
+
+    before = eventually(lambda: settled() is not None and _produce_requests(stats), what="statistics")
+    start = kafka_log.end_offset()
+    offsets = kafka_log.append_many([(b"k%d" % i, b"v" * 200) for i in range(50)], start)
+    assert offsets == list(range(start, start + 50))
+    after = eventually(lambda: settled() is not None and _produce_requests(stats), what="statistics")
+    assert after - before == 1, f"50 records produced together went in {after - before} produce requests"
+
+
+class _FlushRecorder:
+    """A producer that records how each of its flushes ended: the records still queued
+    when it returned (it sat out its whole timeout if any), or the exception it raised."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self.ended: list[int | str] = []
+
+    def flush(self, timeout: float) -> int:
+        try:
+            left = self.producer.flush(timeout)
+        except BaseException as exc:
+            self.ended.append(type(exc).__name__)
+            raise
+        self.ended.append(left)
+        return left
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.producer, name)
+
+
+def test_an_append_waits_for_its_own_record_not_for_every_record_produced(kafka_log: KafkaLog,
+                                                                         fresh_topic: str) -> None:
+    """A writer waits by flushing the producer, and a flush returns only once every record
+    produced is delivered, or at its timeout: the delivery a writer waits for must end its
+    flush, or each append would sit out a whole poll slice behind another's record."""
+    producer = Producer({**kafka_log._producer_config, "allow.auto.create.topics": False})
+    recorder = _FlushRecorder(producer)
+    kafka_log._producer = recorder  # type: ignore[assignment]
+    kafka_log.append(b"warm-up", b"v")
+    # A record that stays queued for seconds: its topic does not exist.
+    producer.produce(f"{fresh_topic}-missing", b"stuck")
+    try:
+        recorder.ended.clear()
+        offset = kafka_log.append(b"own", b"v", timeout=20.0)
+        assert len(producer) >= 1, "the other record is still undelivered"
+        assert not [left for left in recorder.ended if isinstance(left, int) and left > 0], \
+            f"no flush of the append timed out waiting for the other record: {recorder.ended}"
+    finally:
+        producer.purge()
+        producer.flush(5)
+    assert read_records(kafka_log, offset, 1).records[0].key == b"own"
+
+
 def test_read_blocks_until_an_append_wakes_it(kafka_log: KafkaLog) -> None:
     start = kafka_log.end_offset()
     kafka_log.read(start, 10, 0.5)  # the consumer is now at the end
