@@ -276,7 +276,13 @@ class AsgiBridge:
                 exchange.denied = denied
                 raise _refusal(denied) from None
         memo, memo_key, position = self._memo, None, None
-        if memo is not None and method in read_memo.METHODS:
+        router = self._door.router
+        if method == "POST" and exchange.route is None and not self._routed and router is not None:
+            # A POST's answer is kept only for a lookup: routed first, a registration
+            # (every producer's first call for each schema) skips the memo.
+            self._route(exchange, router, method, path)
+        if memo is not None and method in read_memo.METHODS and (
+                method != "POST" or (exchange.route is not None and exchange.route.endpoint in read_memo.HOT)):
             content_type = facts.negotiated()
             if content_type is not None:
                 memo_key = memo.key(method, path, query, request_body, content_type,
@@ -288,11 +294,9 @@ class AsgiBridge:
                     await send({"type": "http.response.body", "body": kept.body})
                     return
                 position = memo.position()
+        if exchange.route is None and not self._routed and router is not None:
+            self._route(exchange, router, method, path)
         route = exchange.route
-        if route is None and not self._routed and self._door.router is not None:
-            route = exchange.route = self._door.router.match(method, path)
-            if route is not None:
-                exchange.endpoint = route.endpoint
         direct = self._direct
         to_leader = False
         if direct is not None and route is not None and (view := direct.view_for(method, route.endpoint)) is not None:
@@ -338,6 +342,12 @@ class AsgiBridge:
             memo.keep(memo_key, position, exchange.endpoint, headers, response_body)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": response_body})
+
+    @staticmethod
+    def _route(exchange: _Exchange, router: Router, method: str, path: str) -> None:
+        exchange.route = route = router.match(method, path)
+        if route is not None:
+            exchange.endpoint = route.endpoint
 
     async def _answer_fast(self, schema_id: str, send: Any, exchange: _Exchange) -> bool:
         """Answer from the fast path; False when it has no answer (Flask gives one)."""
@@ -392,9 +402,11 @@ class AsgiBridge:
         chunks: list[bytes] = []
         # One deadline for the whole body, swept per loop (body_deadlines: a timer per
         # request cost ~7 us more; an asyncio.timeout more still, wait_for a task per read).
-        loop = asyncio.get_running_loop()
+        # The loop by way of the task: on Python 3.11 each asyncio.get_running_loop() (and
+        # current_task() asks for it) is a getpid() system call.
         task = asyncio.current_task()
         assert task is not None
+        loop = task.get_loop()
         deadlines = self._body_deadlines
         deadlines.watch(loop, task)
         try:
