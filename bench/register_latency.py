@@ -182,8 +182,9 @@ STACK_FLOOR_APP = '''
 import asyncio, os, threading
 from confluent_kafka import Producer
 
+# As the registry's log: a batch's records linger until flushed, then go in one request.
 producer = Producer({"bootstrap.servers": os.environ["FLOOR_BOOTSTRAP"], "acks": "all",
-                     "enable.idempotence": True, "linger.ms": 0})
+                     "enable.idempotence": True, "linger.ms": 5})
 TOPIC = os.environ["FLOOR_TOPIC"]
 ANSWER = b'{"id":1}'
 HEADERS = [(b"content-type", b"application/vnd.schemaregistry.v1+json"), (b"content-length", b"8")]
@@ -203,7 +204,7 @@ def commit():
         for body, _, _ in batch:
             producer.produce(TOPIC, value=body, partition=0, on_delivery=delivered)
         while left[0]:
-            producer.poll(0.5)
+            producer.flush(0.1)  # the only producing thread: nothing else to wait for
         loop = batch[0][1]
         loop.call_soon_threadsafe(wake, [future for _, _, future in batch])
 
