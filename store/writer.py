@@ -731,18 +731,20 @@ class LogWriter:
                 # them back, if nothing before them waits to be.
                 self._apply_landed(flight.encoded, flight.start)
             position = flight.start
+            done: list[tuple[_Queued, object, int]] = []
+            accepted = 0
             for item, result, size in zip(flight.items, flight.results, flight.sizes):
                 mine = offsets[position - flight.start:position - flight.start + size]
                 expected = range(position, position + size)
                 position += size
                 if len(mine) == size and all(landed == wanted for landed, wanted in zip(mine, expected)):
-                    with self._queue_changed:  # batches land on several threads
-                        self.accepted_appends += size
-                    self._settle(item, _DONE, result=result, applied_at=position)
+                    done.append((item, result, position))
+                    accepted += size
                 elif -1 in mine:
                     self._settle(item, _FAILED, error=LogUnavailable("the log did not confirm the write"))
                 else:
                     displaced.append(item)
+            self._settle_done(done, accepted)
         in_place = failure is None and not displaced and -1 not in offsets
         again = self._displaced(displaced)
         with self._queue_changed:
@@ -794,6 +796,21 @@ class LogWriter:
         if item.wake is not None and not (kind == _DONE and applied_at is not None
                                           and threading.current_thread() is self._committer):
             item.wake()
+
+    def _settle_done(self, done: list[tuple[_Queued, object, int]], accepted: int) -> None:
+        """`_settle` as done each (write, result, applied at) of a batch that landed in
+        place, with the `accepted` records: under one hold of the queue's condition, not
+        two a write."""
+        with self._queue_changed:  # batches land on several threads
+            self.accepted_appends += accepted
+            for item, result, applied_at in done:
+                item.result, item.error, item.applied_at = result, None, applied_at
+                item.kind = _DONE
+            self._queue_changed.notify_all()
+        if threading.current_thread() is not self._committer:
+            for item, _, _ in done:
+                if item.wake is not None:
+                    item.wake()
 
     def id_watermark(self, released: Iterable[int]) -> tuple[Key, Value]:
         """A record re-stating the latest fence with the id watermark raised to cover
