@@ -282,7 +282,8 @@ class AsgiBridge:
             # (every producer's first call for each schema) skips the memo.
             self._route(exchange, router, method, path)
         if memo is not None and method in read_memo.METHODS and (
-                method != "POST" or (exchange.route is not None and exchange.route.endpoint in read_memo.HOT)):
+                method != "POST" or router is None
+                or (exchange.route is not None and exchange.route.endpoint in read_memo.HOT)):
             content_type = facts.negotiated()
             if content_type is not None:
                 memo_key = memo.key(method, path, query, request_body, content_type,
