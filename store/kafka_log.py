@@ -387,14 +387,14 @@ class KafkaLog:
                       errors: list[KafkaError], refused: str | None, timeout: float | None) -> list[int]:
         deadline = time.monotonic() + (self._timeout + 2.0 if timeout is None else timeout)
         self._await_delivery(producer, done, deadline)
-        if all(offset == -1 for offset in offsets):
+        if offsets.count(-1) == len(offsets):  # none acknowledged
             if any(e.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE) for e in errors):
                 raise RecordTooLarge(f"Kafka refused the record as too large: {errors[0].str()}")
             if any(e.fatal() for e in errors):
                 self._renew_producer(producer)
             detail = refused or (errors[0].str() if errors else "not acknowledged in time")
             raise LogUnavailable(f"Kafka did not acknowledge the write: {detail}")
-        if any(e.fatal() for e in errors):
+        if errors and any(e.fatal() for e in errors):
             self._renew_producer(producer)
         return offsets
 
