@@ -277,10 +277,14 @@ class AsgiBridge:
                 raise _refusal(denied) from None
         memo, memo_key, position = self._memo, None, None
         router = self._door.router
-        if method == "POST" and exchange.route is None and not self._routed and router is not None:
+        # Routed here unless `_serve` routed already (`_routed`) or has no router.
+        unrouted = exchange.route is None and not self._routed and router is not None
+        if method == "POST" and unrouted:
+            assert router is not None
             # A POST's answer is kept only for a lookup: routed first, a registration
             # (every producer's first call for each schema) skips the memo.
             self._route(exchange, router, method, path)
+            unrouted = False
         if memo is not None and method in read_memo.METHODS and (
                 method != "POST" or router is None
                 or (exchange.route is not None and exchange.route.endpoint in read_memo.HOT)):
@@ -295,7 +299,8 @@ class AsgiBridge:
                     await send({"type": "http.response.body", "body": kept.body})
                     return
                 position = memo.position()
-        if exchange.route is None and not self._routed and router is not None:
+        if unrouted:
+            assert router is not None
             self._route(exchange, router, method, path)
         route = exchange.route
         direct = self._direct
