@@ -564,7 +564,9 @@ class _Signal:
     `is_set`, `set` and `wait`, on a lock held until set. An Event is a Python-level
     Condition, ~5 us to make and set; this is two lock operations in C. `set` must be
     called once only (the lock is released then): a callback is called once per record,
-    and a batch's last settle once."""
+    and a batch's last settle once. One thread only may wait (the appending thread, or
+    the one landing the batch): `wait` takes the lock back for a moment, and another
+    thread's `is_set` would then read False."""
 
     __slots__ = ("_held",)
 
