@@ -18,9 +18,14 @@ ASGI app on granian as ours is served (uvloop, one worker) that reads each body 
 appends it with acks=all, the bodies that arrive together in one produce (one thread
 produces and waits, as our committer), then answers fixed bytes: what HTTP, the
 interpreter and Kafka cost a registration before any of the registry's own work.
+`--floor-work 100,150,...` adds a row of that floor for each figure, with that many
+microseconds of pure Python run on its event loop for each write before the append
+(calibrated when the app starts, on an idle interpreter): what a registration's own
+work may cost on this stack for a given p50. The cpu column is the server's whole
+process tree (every thread, user and system) over wrk's run, per answered write.
 
 Usage: python bench/register_latency.py [--writes 2000] [--writers 10] [--kafka HOST:PORT]
-       [--before CHECKOUT | --group-commit-both] [--rounds N]
+       [--before CHECKOUT | --group-commit-both] [--rounds N] [--floor-work US,US,...]
 """
 from __future__ import annotations
 
@@ -97,27 +102,31 @@ end
 
 
 def ours(data: Path, writers: int, seconds: int, env: dict[str, str] | None = None,
-         cli: Path = CLI) -> tuple[float, float, float]:
-    """(p50 ms, p99 ms, writes/s) from wrk with `writers` connections (`cli`: another checkout's)."""
+         cli: Path = CLI) -> tuple[float, float, float, float]:
+    """(p50 ms, p99 ms, writes/s, CPU us a write) from wrk with `writers` connections
+    (`cli`: another checkout's)."""
     script = data / "register.lua"
     script.write_text(WRK_REGISTER.replace("RUN", f"r{uuid.uuid4().hex[:8]}t"))
-    with registry(data, env, cli=cli) as (url, _):
+    with registry(data, env, cli=cli) as (url, pid):
         requests.post(f"{url}/subjects/warm-up/versions", data=json.dumps({"schema": avro_record(0)}),
                       headers={"Content-Type": "application/json"}).raise_for_status()
-        out, p50, p99, rate = _wrk(url, writers, seconds, script)
+        out, p50, p99, rate, cpu = _wrk(url, writers, seconds, script, pid)
         # Each answered request made a subject of its own (those still under way when
         # wrk stopped may have made one more each): none was a repeat.
         answered = int(re.search(r"(\d+) requests in", out).group(1))
         made = len(requests.get(f"{url}/subjects", timeout=30).json()) - 1  # less the warm-up's
         if not answered <= made <= answered + writers:
             raise RuntimeError(f"{answered} registrations answered made {made} subjects: not one each")
-    return p50, p99, rate
+    return p50, p99, rate, cpu
 
 
-def _wrk(url: str, writers: int, seconds: int, script: Path) -> tuple[str, float, float, float]:
-    """wrk's output, p50 ms, p99 ms and requests/s, with `writers` connections running `script`."""
+def _wrk(url: str, writers: int, seconds: int, script: Path, pid: int) -> tuple[str, float, float, float, float]:
+    """wrk's output, p50 ms, p99 ms, requests/s and the CPU microseconds the server
+    (`pid` and its descendants) spent a request, with `writers` connections running `script`."""
+    before = tree_cpu_seconds(pid)
     out = subprocess.run(["wrk", f"-t{min(2, writers)}", f"-c{writers}", f"-d{seconds}s", "--latency",
                           "-s", str(script), url], capture_output=True, text=True, check=True).stdout
+    spent = tree_cpu_seconds(pid) - before
     if "Non-2xx" in out or "Socket errors" in out:
         raise RuntimeError(f"wrk saw errors:\n{out}")
 
@@ -125,7 +134,29 @@ def _wrk(url: str, writers: int, seconds: int, script: Path) -> tuple[str, float
         value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)", out).groups()
         return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
-    return out, ms("50%"), ms("99%"), float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    answered = int(re.search(r"(\d+) requests in", out).group(1))
+    return (out, ms("50%"), ms("99%"), float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            spent / max(answered, 1) * 1e6)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of `pid` and every process below it, all threads
+    (the registry's work runs in granian's worker process, a child of the one started)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text()
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+    return total
 
 
 def sqlite_floor(data: Path, writers: int, per_writer: int) -> tuple[list[float], float]:
@@ -177,9 +208,10 @@ def kafka_floor(bootstrap: str, writers: int, per_writer: int) -> tuple[list[flo
 
 
 # The stack's floor (module docstring). Not the registry's code: no parsing, checking,
-# planning, applying or reading back, only what every registration needs around them.
+# planning, applying or reading back, only what every registration needs around them;
+# with FLOOR_WORK_US, that much pure Python a write on the event loop in their place.
 STACK_FLOOR_APP = '''
-import asyncio, os, threading
+import asyncio, os, threading, time
 from confluent_kafka import Producer
 
 # As the registry's log: a batch's records linger until flushed, then go in one request.
@@ -215,6 +247,23 @@ def wake(futures):
 
 threading.Thread(target=commit, daemon=True).start()
 
+def spin(turns):
+    total = 0
+    for turn in range(turns):
+        total += turn
+    return total
+
+def turns_a_microsecond():
+    turns = 200_000
+    best = float("inf")
+    for _ in range(5):
+        began = time.thread_time()
+        spin(turns)
+        best = min(best, time.thread_time() - began)
+    return turns / (best * 1e6)
+
+TURNS = int(float(os.environ.get("FLOOR_WORK_US", "0")) * turns_a_microsecond())
+
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
@@ -224,6 +273,8 @@ async def app(scope, receive, send):
         body += message.get("body", b"")
         if not message.get("more_body"):
             break
+    if TURNS:
+        spin(TURNS)
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     with changed:
@@ -235,14 +286,16 @@ async def app(scope, receive, send):
 '''
 
 
-def stack_floor(work: Path, bootstrap: str, writers: int, seconds: int) -> tuple[float, float, float]:
-    """(p50 ms, p99 ms, writes/s) of the stack's floor (module docstring) under ours' wrk load."""
+def stack_floor(work: Path, bootstrap: str, writers: int, seconds: int, work_us: float = 0
+                ) -> tuple[float, float, float, float]:
+    """(p50 ms, p99 ms, writes/s, CPU us a write) of the stack's floor (module docstring)
+    under ours' wrk load, with `work_us` of pure Python a write on its event loop."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic = f"_bench_stack_floor_{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive its futures
     admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result()
-    app_dir = work / "stack-floor"
+    app_dir = work / f"stack-floor-{uuid.uuid4().hex[:8]}"
     app_dir.mkdir()
     (app_dir / "stack_floor_app.py").write_text(STACK_FLOOR_APP)
     script = app_dir / "register.lua"
@@ -253,7 +306,7 @@ def stack_floor(work: Path, bootstrap: str, writers: int, seconds: int) -> tuple
                                "stack_floor_app:app"],
                               cwd=app_dir, start_new_session=True, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env={**os.environ, "FLOOR_BOOTSTRAP": bootstrap,
-                                                              "FLOOR_TOPIC": topic})
+                                                              "FLOOR_TOPIC": topic, "FLOOR_WORK_US": str(work_us)})
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 20
@@ -265,7 +318,7 @@ def stack_floor(work: Path, bootstrap: str, writers: int, seconds: int) -> tuple
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        return _wrk(url, writers, seconds, script)[1:]
+        return _wrk(url, writers, seconds, script, server.pid)[1:]
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
@@ -281,9 +334,18 @@ def main() -> None:
                         help="also measure this checkout (its .venv/bin/schema-registry), alternating rounds with ours")
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --before or --group-commit-both: rounds of the two sides, alternating")
+    parser.add_argument("--floor-work", default="",
+                        help="with --kafka: comma-separated microseconds of pure Python a write, "
+                             "each a row of the stack floor doing that much (module docstring)")
     parser.add_argument("--group-commit-both", action="store_true",
                         help="also measure ours with group commit on and off (group.commit.enable), alternating")
     args = parser.parse_args()
+    try:
+        floor_work = [float(us) for us in args.floor_work.split(",") if us.strip()]
+    except ValueError:
+        parser.error("--floor-work takes comma-separated microseconds, such as 100,150")
+    if floor_work and not args.kafka:
+        parser.error("--floor-work needs --kafka: the stack floor appends to Kafka")
     per_writer = args.writes // args.writers
     work = Path(tempfile.mkdtemp())
     try:
@@ -293,12 +355,15 @@ def main() -> None:
             mine = ("ours: POST /subjects/{s}/versions, Kafka store", *ours(work / "ours", args.writers, args.seconds, env))
             reference = ("reference: acks=all produce round trip only",
                          *summary(*kafka_floor(args.kafka, args.writers, per_writer)))
-            floor = ("stack floor: granian + grouped acks=all produce",
-                     *stack_floor(work, args.kafka, args.writers, args.seconds))
+            floors = [("stack floor: granian + grouped acks=all produce",
+                       *stack_floor(work, args.kafka, args.writers, args.seconds))]
+            for work_us in floor_work:
+                floors.append((f"stack floor + {work_us:g} us of Python a write",
+                               *stack_floor(work, args.kafka, args.writers, args.seconds, work_us)))
         else:
             mine = ("ours: POST /subjects/{s}/versions, embedded store", *ours(work / "ours", args.writers, args.seconds))
             reference = ("reference: durable SQLite commit only", *summary(*sqlite_floor(work, args.writers, per_writer)))
-            floor = None
+            floors = []
         compared = compare(work, args) if args.before else []
         if args.group_commit_both:
             compared += compare_group_commit(work, args)
@@ -307,11 +372,12 @@ def main() -> None:
     for line in compared:
         print(line)
     print(f"\nRegister latency, {args.writers} concurrent writers")
-    print(f"{'path':52} {'p50 ms':>7} {'p99 ms':>7} {'writes/s':>9}")
-    for name, p50, p99, rate in (mine, reference, *([floor] if floor else [])):
-        print(f"{name:52} {p50:7.2f} {p99:7.2f} {rate:9.0f}")
+    print(f"{'path':52} {'p50 ms':>7} {'p99 ms':>7} {'writes/s':>9} {'cpu us/write':>13}")
+    for name, p50, p99, rate, *cpu in (mine, reference, *floors):
+        print(f"{name:52} {p50:7.2f} {p99:7.2f} {rate:9.0f} {f'{cpu[0]:.0f}' if cpu else '':>13}")
     print(f"ratio p50 ours/floor: {mine[1] / reference[1]:.2f}x, writes/s ours/floor: {mine[3] / reference[3]:.2f}x")
-    if floor:
+    if floors:
+        floor = floors[0]
         print(f"ratio to the stack floor: p50 {mine[1] / floor[1]:.2f}x, writes/s {mine[3] / floor[3]:.2f}x")
 
 
@@ -324,7 +390,7 @@ def _kafka_env(bootstrap: str) -> dict[str, str]:
 
 def compare_group_commit(work: Path, args: argparse.Namespace) -> list[str]:
     """Ours with group commit on and off, rounds alternating; one printed line per side."""
-    results: dict[str, list[tuple[float, float, float]]] = {"on": [], "off": []}
+    results: dict[str, list[tuple[float, float, float, float]]] = {"on": [], "off": []}
     for round_ in range(args.rounds):
         for side in ("on", "off"):
             data = work / f"group-commit-{side}-{round_}"
@@ -346,7 +412,7 @@ def compare_group_commit(work: Path, args: argparse.Namespace) -> list[str]:
 def compare(work: Path, args: argparse.Namespace) -> list[str]:
     """Ours against `args.before`, rounds alternating; one printed line per side."""
     old_cli = args.before / ".venv" / "bin" / "schema-registry"
-    results: dict[str, list[tuple[float, float, float]]] = {"after": [], "before": []}
+    results: dict[str, list[tuple[float, float, float, float]]] = {"after": [], "before": []}
     for round_ in range(args.rounds):
         for side, cli in (("after", CLI), ("before", old_cli)):
             data = work / f"{side}-{round_}"
@@ -357,10 +423,10 @@ def compare(work: Path, args: argparse.Namespace) -> list[str]:
              f"{'Kafka' if args.kafka else 'embedded'} store, {args.writers} writers"]
     medians = {}
     for side, each in results.items():
-        p50, p99, rate = (statistics.median(r[i] for r in each) for i in range(3))
+        p50, p99, rate, cpu = (statistics.median(r[i] for r in each) for i in range(4))
         medians[side] = rate
         lines.append(f"{side:7} p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  {rate:7.0f} writes/s  "
-                     f"(rounds: {', '.join(f'{r[2]:.0f}' for r in each)})")
+                     f"cpu {cpu:4.0f} us/write  (rounds: {', '.join(f'{r[2]:.0f}' for r in each)})")
     paired = statistics.median(a[2] / b[2] for a, b in zip(results["after"], results["before"]))
     lines.append(f"ratio writes/s after/before: {medians['after'] / medians['before']:.2f}x of the medians, "
                  f"{paired:.2f}x the median of each round's (the machine's drift between rounds divides out)")
