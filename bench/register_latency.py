@@ -150,12 +150,13 @@ def tree_cpu_seconds(pid: int) -> float:
         current = todo.pop()
         try:
             stat = Path(f"/proc/{current}/stat").read_text()
-            for task in Path(f"/proc/{current}/task").iterdir():
-                todo += [int(child) for child in (task / "children").read_text().split()]
+            children = [int(child) for task in Path(f"/proc/{current}/task").iterdir()
+                        for child in (task / "children").read_text().split()]
         except OSError:  # it ended meanwhile
             continue
         fields = stat[stat.rindex(")") + 2:].split()
         total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+        todo += children
     return total
 
 
@@ -344,6 +345,8 @@ def main() -> None:
         floor_work = [float(us) for us in args.floor_work.split(",") if us.strip()]
     except ValueError:
         parser.error("--floor-work takes comma-separated microseconds, such as 100,150")
+    if any(us <= 0 for us in floor_work):
+        parser.error("--floor-work takes microseconds above 0")
     if floor_work and not args.kafka:
         parser.error("--floor-work needs --kafka: the stack floor appends to Kafka")
     per_writer = args.writes // args.writers
