@@ -357,9 +357,9 @@ def main() -> None:
         (work / "ours").mkdir()
         if args.kafka:
             env = _kafka_env(args.kafka)
-            # A freshly started broker serves its first seconds of load slower (its JIT
-            # still compiling): whichever side ran first paid for it (1,468-1,766 writes/s
-            # for ours against 2,100-2,900 once warm). The stack floor warms it, unreported.
+            # A freshly started broker serves its first seconds of load slower: whichever
+            # side ran first paid for it (1,468-1,766 writes/s for ours against 2,100-2,900
+            # on the same broker later). The stack floor warms it, unreported.
             stack_floor(work, args.kafka, args.writers, args.seconds)
             mine = ("ours: POST /subjects/{s}/versions, Kafka store", *ours(work / "ours", args.writers, args.seconds, env))
             reference = ("reference: acks=all produce round trip only",
