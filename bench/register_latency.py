@@ -50,7 +50,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import CLI, ROOT, avro_record, free_port, registry  # noqa: E402
+from registry_process import CLI, ROOT, avro_record, free_port, registry, tree_cpu_seconds  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -139,27 +139,6 @@ def _wrk(url: str, writers: int, seconds: int, script: Path, pid: int) -> tuple[
     answered = int(re.search(r"(\d+) requests in", out).group(1))
     return (out, ms("50%"), ms("99%"), float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
             spent / max(answered, 1) * 1e6)
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of `pid` and every process below it, all threads
-    (the registry's work runs in granian's worker process, a child of the one started)."""
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            stat = Path(f"/proc/{current}/stat").read_text()
-            children = [int(child) for task in Path(f"/proc/{current}/task").iterdir()
-                        for child in (task / "children").read_text().split()]
-        except OSError:  # it ended meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        total += (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
-        todo += children
-    return total
 
 
 def sqlite_floor(data: Path, writers: int, per_writer: int) -> tuple[list[float], float]:

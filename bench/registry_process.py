@@ -71,6 +71,24 @@ def rss_kib(pid: int) -> int:
     return total
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of `pid` and every process below it, all threads
+    (the registry's work runs in granian's worker process, a child of the one started)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text()
+            children = [int(child) for task in Path(f"/proc/{current}/task").iterdir()
+                        for child in (task / "children").read_text().split()]
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+        todo += children
+    return total
+
+
 @contextmanager
 def registry(data_dir: Path, env: dict[str, str] | None = None, ready_timeout: float = 60,
              cli: Path = CLI, extra_listeners: str = "") -> Iterator[tuple[str, int]]:
