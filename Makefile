@@ -3,7 +3,7 @@
 # python3.11 on PATH. Debian builds /usr/bin/python3.11 with profile-guided and link-time
 # optimisation and links the interpreter into the executable, as the official python:3.11
 # images are built (docker/Dockerfile); a pyenv build has neither unless asked, and on this
-# machine the registry then spent 1.15x the CPU a registration (bench/register_latency.py).
+# machine the registry then spent 1.15x the CPU a registration (README, Architecture).
 PYTHON ?= $(shell test -x /usr/bin/python3.11 && echo /usr/bin/python3.11 || echo python3.11)
 VENV := .venv
 BIN := $(VENV)/bin
