@@ -1,9 +1,10 @@
 # Two commands do all the setup on a fresh machine: `make run` and `make test`.
 # The interpreter: the distribution's own Python 3.11 where there is one that can make a
-# venv (Debian's needs python3.11-venv), else the first python3.11 on PATH. Debian builds /usr/bin/python3.11 with profile-guided and link-time
-# optimisation and links the interpreter into the executable, as the official python:3.11
-# images are built (docker/Dockerfile); a pyenv build has neither unless asked, and on this
-# machine the registry then spent 1.15x the CPU a registration (README, Architecture).
+# venv (Debian's needs python3.11-venv), else the first python3.11 on PATH. Debian builds
+# /usr/bin/python3.11 with profile-guided and link-time optimisation and links the
+# interpreter into the executable, as the official python:3.11 images are built
+# (docker/Dockerfile); a pyenv build has neither unless asked, and on this machine the
+# registry then spent 1.15x the CPU a registration (README, Architecture).
 PYTHON ?= $(shell /usr/bin/python3.11 -c 'import ensurepip, venv' 2>/dev/null && echo /usr/bin/python3.11 || echo python3.11)
 VENV := .venv
 BIN := $(VENV)/bin
