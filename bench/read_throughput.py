@@ -2,9 +2,9 @@
 
 Issue 2's measure: 1,000 schemas, 100 concurrent connections, an independent load tool
 (wrk) on this same machine; median req/s and p99 over several runs. In the same run,
-the reference: a bare ASGI callable on the same server (granian, with the interface
-and the event loop, uvloop, we serve through) returning a constant body of the same
-size, i.e. the ceiling for any Python app on this server here. Also shown: a read
+the reference: a bare ASGI callable on the same server (`registry.http.listener`, its
+HTTP/1.1 on uvloop, through `bench/asgi_floor.py`) returning a constant body of the
+same size, i.e. the ceiling for any Python app on this server here. Also shown: a read
 that goes through Flask's routing (`GET /subjects/{s}/versions/latest`), which the id
 fast path does not cover.
 Confluent's published figure for the same test on 2 CPUs (Apicurio issue #9887) is
@@ -16,9 +16,9 @@ empty registry, both measured in this run.
 `--security` measures instead what authentication, authorization and metrics cost on
 both reads, every configuration served at once and measured in turns (round-robin, so
 the machine's noise falls on all alike): nothing on; metrics on (the default); metrics
-and HTTP Basic with an authorization rules file; the same over the https listener
-(`registry.http.listener`: Python's ssl and h11, no client certificate) next to a plain
-http listener served by the same code, which separates TLS from the HTTP layer.
+and HTTP Basic with an authorization rules file; the same over an https listener
+(Python's ssl, no client certificate) next to the plain http one, which separates TLS
+from the HTTP layer.
 
 Needs wrk (`apt-get install -y wrk`). Usage: python bench/read_throughput.py [--runs 3]
 [--duration 10] [--threads 1,2,8,32] [--security]
@@ -42,7 +42,8 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import CLI, ROOT, avro_record, free_port, prefill, registry, rss_kib  # noqa: E402
+from registry_process import (CLI, ROOT, asgi_floor_command, avro_record, free_port, prefill,  # noqa: E402
+                              registry, rss_kib)
 
 CONFLUENT_PUBLISHED = 6088
 LUA = """
@@ -111,8 +112,7 @@ def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float
     work = Path(tempfile.mkdtemp())
     (work / "ceiling_app.py").write_text(CEILING_APP)
     port = free_port()
-    proc = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--loop", "uvloop",
-                             "--host", "127.0.0.1", "--port", str(port), "--no-log", "ceiling_app:app"],
+    proc = subprocess.Popen(asgi_floor_command("ceiling_app:app", port),
                             cwd=work, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -187,12 +187,11 @@ def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> 
         scripts.append((label, script))
     (work / "ceiling_app.py").write_text(CEILING_APP)
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    names = ["floor: bare ASGI app on granian", "ours"] + (["before"] if before else [])
+    names = ["floor: bare ASGI app, our listener", "ours"] + (["before"] if before else [])
     try:
         with contextlib.ExitStack() as stack:
             port = free_port()
-            floor = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--loop", "uvloop",
-                                      "--host", "127.0.0.1", "--port", str(port), "--no-log", "ceiling_app:app"],
+            floor = subprocess.Popen(asgi_floor_command("ceiling_app:app", port),
                                      cwd=work, start_new_session=True, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
             stack.callback(lambda: (os.killpg(floor.pid, signal.SIGKILL), floor.wait()))
@@ -269,12 +268,11 @@ def security(runs: int, duration: int) -> None:
                    "SCHEMA_REGISTRY_AUTHORIZATION_RULES_FILE": str(rules)}
         off = {"SCHEMA_REGISTRY_METRICS_ENABLED": "false"}
         tls = {"SCHEMA_REGISTRY_SSL_KEYSTORE_LOCATION": str(server_cert.pem_bundle())}
-        configs = [  # name, env, headers, listener: granian, h11 (plain http beside it) or https
-            ("no auth, no metrics", off, (), "granian"),
-            ("metrics (default)", {}, (), "granian"),
-            ("metrics + Basic + rules", secured, basic, "granian"),
-            ("h11 listener, http, metrics + Basic + rules", {**secured, **tls}, basic, "h11"),
-            ("h11 listener, https, metrics + Basic + rules", {**secured, **tls}, basic, "https"),
+        configs = [  # name, env, headers, listener: http, or https (beside an http one)
+            ("no auth, no metrics", off, (), "http"),
+            ("metrics (default)", {}, (), "http"),
+            ("metrics + Basic + rules", secured, basic, "http"),
+            ("https, metrics + Basic + rules", {**secured, **tls}, basic, "https"),
         ]
         with contextlib.ExitStack() as stack:
             servers = []
@@ -283,12 +281,11 @@ def security(runs: int, duration: int) -> None:
                 data.mkdir()
                 prefill(data, 1000)
                 extra_port = free_port()
-                extra = {"granian": "", "h11": f"http://127.0.0.1:{extra_port}",
-                         "https": f"https://127.0.0.1:{extra_port}"}[listener]
+                extra = f"https://127.0.0.1:{extra_port}" if listener == "https" else ""
                 url, _ = stack.enter_context(registry(data, {**env, "SCHEMA_REGISTRY_SERVER_THREADS": "32"},
                                                       extra_listeners=extra))
-                if listener != "granian":
-                    url = f"{'https' if listener == 'https' else 'http'}://127.0.0.1:{extra_port}"
+                if listener == "https":
+                    url = f"https://127.0.0.1:{extra_port}"
                 servers.append((name, url, headers))
             results: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for script in ("ids.lua", "latest.lua"):
@@ -361,7 +358,7 @@ def main() -> None:
                 f_rps, f_p99, f_each = measure(url, args.runs, args.duration, latest)
             rows.append((f"ours, server.threads={threads}", rps, p99, each))
             c_rps, c_p99, c_each = ceiling(args.runs, args.duration, script, threads)
-            rows.append(("reference: bare ASGI app on granian", c_rps, c_p99, c_each))
+            rows.append(("reference: bare ASGI app, our listener", c_rps, c_p99, c_each))
             flask_rows.append((f"ours, via Flask: /subjects/{{s}}/versions/latest, threads={threads}",
                                f_rps, f_p99, f_each))
 

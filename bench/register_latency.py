@@ -14,7 +14,7 @@ Kafka instead, and the reference is 10 threads each producing one record at a ti
 with acks=all to a topic on the same broker and waiting for it (the round trip every
 acknowledged registration needs). `make infra-up` prints a local bootstrap address.
 With Kafka a second reference runs under the same wrk load: the stack's floor, a bare
-ASGI app on granian as ours is served (uvloop, one worker) that reads each body and
+ASGI app served as ours is (`registry.http.listener` on uvloop) that reads each body and
 appends it with acks=all, the bodies that arrive together in one produce (one thread
 produces and waits, as our committer), then answers fixed bytes: what HTTP, the
 interpreter and Kafka cost a registration before any of the registry's own work. It also
@@ -50,7 +50,8 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from registry_process import CLI, ROOT, avro_record, free_port, registry, tree_cpu_seconds  # noqa: E402
+from registry_process import (CLI, ROOT, asgi_floor_command, avro_record, free_port, registry,  # noqa: E402
+                              tree_cpu_seconds)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -283,9 +284,7 @@ def stack_floor(work: Path, bootstrap: str, writers: int, seconds: int, work_us:
     script = app_dir / "register.lua"
     script.write_text(WRK_REGISTER.replace("RUN", f"r{uuid.uuid4().hex[:8]}t"))
     port = free_port()
-    server = subprocess.Popen([str(ROOT / ".venv/bin/granian"), "--interface", "asginl", "--loop", "uvloop",
-                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--no-log",
-                               "stack_floor_app:app"],
+    server = subprocess.Popen(asgi_floor_command("stack_floor_app:app", port),
                               cwd=app_dir, start_new_session=True, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env={**os.environ, "FLOOR_BOOTSTRAP": bootstrap,
                                                               "FLOOR_TOPIC": topic, "FLOOR_WORK_US": str(work_us)})
@@ -343,7 +342,7 @@ def main() -> None:
             mine = ("ours: POST /subjects/{s}/versions, Kafka store", *ours(work / "ours", args.writers, args.seconds, env))
             reference = ("reference: acks=all produce round trip only",
                          *summary(*kafka_floor(args.kafka, args.writers, per_writer)))
-            floors = [("stack floor: granian + grouped acks=all produce",
+            floors = [("stack floor: our listener + grouped acks=all produce",
                        *stack_floor(work, args.kafka, args.writers, args.seconds))]
             for work_us in floor_work:
                 floors.append((f"stack floor + {work_us:g} us of Python a write",

@@ -21,6 +21,12 @@ sys.path.insert(0, str(ROOT))
 from store.records import SchemaKey, SchemaValue, encode_key, encode_value  # noqa: E402
 
 
+def asgi_floor_command(target: str, port: int) -> list[str]:
+    """The command serving the bare ASGI app `target` (MODULE:ATTRIBUTE, the module in
+    the working directory) on 127.0.0.1:`port` as the registry serves its own."""
+    return [sys.executable, str(ROOT / "bench" / "asgi_floor.py"), target, str(port)]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -73,7 +79,7 @@ def rss_kib(pid: int) -> int:
 
 def tree_cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of `pid` and every process below it, all threads
-    (the registry's work runs in granian's worker process, a child of the one started)."""
+    (the registry's work runs in its worker process, a child of the one started)."""
     total, todo = 0.0, [pid]
     while todo:
         current = todo.pop()

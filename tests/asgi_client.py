@@ -3,7 +3,7 @@
     with NodeClient() as client:               # a single node on the in-memory log
         client.post("/subjects/s/versions", {"schema": '"string"'}).json()
 
-Requests go through exactly what granian would call: `AsgiBridge` (raw path, id fast
+Requests go through exactly what the listeners call: `AsgiBridge` (raw path, id fast
 path, body limits), then Flask. Paths are sent as raw bytes, percent-encoding and all.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The HTTP application: a Flask app factory, and the one place errors become answers.
 
-    bridge = build_asgi(node)        # the ASGI app granian serves (registry.http.server)
+    bridge = build_asgi(node)        # the ASGI app the listeners serve (registry.http.listener)
     app = create_app(node, forwarder)  # the Flask app behind it
 
 No domain rules live here and no module holds global state: build as many apps as

@@ -3,7 +3,7 @@
 A body that stops arriving must not hold its request forever (408). With a timer per
 request (`loop.call_at`, then `cancel`) a kept lookup (`POST /subjects/{s}`, the one hot
 read with a body) took 34 us of CPU in process; with this, 27. (Under wrk the lookup's
-rate did not move: granian's `receive` bounds it.) Here a request costs two dict
+rate did not move: granian's `receive`, which served it then, bounded it.) Here a request costs two dict
 operations; while any body is being read on a loop, one callback on that loop sweeps
 every `period` seconds and cancels the tasks past their deadline. A body is refused
 between its deadline and one period after it.

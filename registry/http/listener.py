@@ -1,33 +1,35 @@
-"""Listeners granian cannot serve: every `https://` listener, and any `http://` one past the first.
+"""Every listener the registry serves, http and https: HTTP/1.1 on an event loop of its own.
 
     listeners = Listeners(bridge, [(socket_, ssl_context_or_None), ...])
-    listeners.start()          # an event loop of their own, on a thread of the worker process
+    listeners.start()          # a uvloop event loop of their own, on a thread of the worker process
     listeners.close()          # stop accepting, let requests under way finish, close
 
-Why not granian: granian 2.8 serves one address per server, and its TLS (rustls) never
-tells the app who the client is: the ASGI `tls` extension is not implemented (its
-issue #788, pull request #854 still open), and its `ssl_client_verify` is all or
-nothing (no REQUESTED). The principal of an mTLS caller is its certificate's subject,
-so https must be served where the certificate can be read: Python's `ssl` module
-under asyncio, with HTTP/1.1 from `h11` (the sans-IO parser httpx and uvicorn use).
-uvicorn and hypercorn were candidates; neither passes the client certificate either
-(uvicorn's pull requests for it are open), and hooking their protocol classes would
-tie us to their internals. What is hand-written here is only the loop between the
-socket, h11 and the ASGI app, about as much as a test client.
+Requests are read by `httptools` (llhttp, the C parser Node.js uses; uvicorn's too) in an
+asyncio protocol on uvloop, and handed to the `AsgiBridge`, so the fast path, limits,
+authentication, authorization, metrics and audit are identical on every listener.
+What is hand-written here is the loop between the transport, the parser and the ASGI
+app: keep-alive and pipelining, 100-continue, HEAD, response framing, flow control,
+limits on a request's head and how long it may take to arrive.
 
-Requests reach the same `AsgiBridge` as granian's, so the fast path, limits,
-authentication, authorization, metrics and audit are identical on every listener;
-the scope carries the ASGI `extensions.tls` (the client certificate as PEM and its
-RFC 4514 subject, read once per connection).
+Why not granian's own HTTP server, which served the first http listener before (it is
+still the process supervisor, `registry.http.server`): each request, and each body
+it hands over, crosses from its Rust runtime's thread to a Python thread of its own and
+then to the event loop, three threads taking turns on the interpreter. On this 2-core
+machine that cost more than parsing HTTP in Python here: a bare ASGI app answering a
+GET served 51-57k requests a second here against granian's 30-33k, and the registry's
+id path 39-59k against 30-39k; a bare app appending each body to Kafka spent 56-59 us
+of CPU a write against 132-142 (3 rounds alternating). uvicorn serves the same protocol
+but spent more of its own per request (21-24k GETs a second). Nor granian's TLS: it
+never tells the app who the client is (no ASGI `tls` extension, its issue #788), and
+the principal of an mTLS caller is its certificate's subject.
 
 Sockets are bound by the supervisor before the worker is forked (`registry.http.server`),
 so a busy port fails at start and a restarted worker serves the same sockets.
-Throughput is below granian's (Python parses HTTP here); bench/read_throughput.py
-measures the https listener too.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import socket
 import ssl
@@ -36,21 +38,26 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
-import h11
+import httptools
 import orjson
+import uvloop
 
 from registry.http.security.certificates import subject_of
 
 log = logging.getLogger(__name__)
 
 App = Any
-# As granian's buffer: large enough that over-long targets and headers reach the bridge,
-# which answers 414/431 with Confluent's body.
+# As granian's buffer was: large enough that over-long targets and headers reach the
+# bridge, which answers 414/431 with Confluent's body; past it, 431 here.
 _MAX_HEAD_BYTES = 1024 * 1024
-_READ_BYTES = 64 * 1024
+# Body bytes a request may have buffered, not yet taken by the app, before reading
+# pauses (and pipelined requests: reading pauses while one waits behind another).
+_BUFFER_BYTES = 64 * 1024
 _IDLE_TIMEOUT = 75.0  # for a request head to arrive whole, on a new or kept-alive connection
+_SWEEP_SECONDS = 1.0  # how often connections are checked against it
 _HANDSHAKE_TIMEOUT = 10.0
 _TLS_VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+_ERROR_HEADERS = [(b"content-type", b"application/vnd.schemaregistry.v1+json")]
 
 
 class Listeners:
@@ -60,12 +67,13 @@ class Listeners:
     def __init__(self, app: App, sockets: list[tuple[socket.socket, ssl.SSLContext | None]]) -> None:
         self._app = app
         self._sockets = sockets
-        self._loop = asyncio.new_event_loop()
+        self._loop = uvloop.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="listeners", daemon=True)
         self._servers: list[asyncio.Server] = []
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: set[_Connection] = set()
         self._busy = 0  # requests under way (loop thread only)
-        self._idle = asyncio.Event()
+        self._idle: asyncio.Future[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start accepting. Blocks until every socket is being served."""
@@ -75,216 +83,400 @@ class Listeners:
     def close(self, timeout: float = 10.0) -> None:
         """Stop accepting, wait up to `timeout` s for requests under way, then close every
         connection and stop the loop. Blocks until done."""
-        if not self._thread.is_alive():
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._stop(timeout), self._loop).result(timeout + 5)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(self._stop(timeout), self._loop).result(timeout + 5)
+            finally:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._thread.join(timeout=5)
+        if not self._thread.is_alive() and not self._loop.is_closed():
+            self._servers.clear()
+            self._loop.close()  # its handles refer back to these objects: no cycle left to collect
 
     async def _start(self) -> None:
         for sock, context in self._sockets:
-            server = await asyncio.start_server(
-                self._serve_connection, sock=sock, ssl=context, backlog=2048,
-                ssl_handshake_timeout=_HANDSHAKE_TIMEOUT if context is not None else None,
-                limit=_READ_BYTES)
+            tls = context is not None
+            server = await self._loop.create_server(
+                lambda tls=tls: _Connection(self, tls), sock=sock, ssl=context, backlog=2048,
+                ssl_handshake_timeout=_HANDSHAKE_TIMEOUT if tls else None)
             self._servers.append(server)
+        self._sweeper = self._loop.create_task(self._sweep())
 
     async def _stop(self, timeout: float) -> None:
         for server in self._servers:
             server.close()
         if self._busy:
-            self._idle.clear()
+            self._idle = self._loop.create_future()
             try:
-                await asyncio.wait_for(self._idle.wait(), timeout)
+                await asyncio.wait_for(asyncio.shield(self._idle), timeout)
             except asyncio.TimeoutError:
                 log.warning("closing %d connections with requests still under way", self._busy)
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.wait(list(self._connections), timeout=5)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        for connection in list(self._connections):
+            connection.close()
+        await asyncio.sleep(0)  # their connection_lost callbacks
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        try:
-            await _Connection(self, reader, writer).run()
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # a bug of ours must not take the listener down with it
-            log.exception("error serving a connection")
-        finally:
-            self._connections.discard(task)
-            writer.close()
+    async def _sweep(self) -> None:
+        """Close the connections that have waited longer than _IDLE_TIMEOUT for a whole
+        request head (one timer for all of them: a timer per request costs more)."""
+        while True:
+            await asyncio.sleep(_SWEEP_SECONDS)
+            expired = self._loop.time() - _IDLE_TIMEOUT
+            for connection in [c for c in self._connections if c.waiting_since is not None]:
+                if connection.waiting_since is not None and connection.waiting_since < expired:
+                    connection.close()
 
     def _began(self) -> None:
         self._busy += 1
 
     def _ended(self) -> None:
         self._busy -= 1
-        if not self._busy:
-            self._idle.set()
+        if not self._busy and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
 
 
-class _Connection:
-    """One client connection: requests one after the other (HTTP/1.1 keep-alive)."""
+class _Request:
+    """One request as the parser reads it: its scope, and its body as it arrives."""
 
-    def __init__(self, listeners: Listeners, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    __slots__ = ("scope", "keep_alive", "expects_continue", "chunks", "buffered", "complete", "waiter")
+
+    def __init__(self, scope: dict[str, Any], keep_alive: bool, expects_continue: bool) -> None:
+        self.scope = scope
+        self.keep_alive = keep_alive
+        self.expects_continue = expects_continue
+        self.chunks: list[bytes] = []
+        self.buffered = 0
+        self.complete = False  # the whole body has been read
+        self.waiter: asyncio.Future[None] | None = None  # the app waiting for more body
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: requests read as they arrive, answered one after the other
+    (HTTP/1.1 keep-alive; pipelined requests wait their turn)."""
+
+    def __init__(self, listeners: Listeners, tls: bool) -> None:
         self._listeners = listeners
-        self._reader = reader
-        self._writer = writer
-        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD_BYTES)
-        raw = writer.get_extra_info("socket")
+        self._loop = listeners._loop
+        self._tls_on = tls
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._tls: dict[str, Any] | None = None
+        self._client: tuple[str, int] | None = None
+        self._server: tuple[str, int] | None = None
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._in_head = False  # a request's head is being read
+        self._head_bytes = 0
+        self._incoming: _Request | None = None  # the request whose body is being read
+        self._queue: collections.deque[_Request] = collections.deque()  # [0] is being answered
+        self._serving = False
+        self._reading = True
+        self._lost = False
+        self._refused = False  # the parser failed: nothing more is read
+        self._drained: asyncio.Future[None] | None = None  # while the transport's buffer is full
+        self.waiting_since: float | None = None  # waiting for a request head (the idle sweep)
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's own transport classes
+        self._listeners._connections.add(self)
+        raw = transport.get_extra_info("socket")
         if raw is not None and raw.family in (socket.AF_INET, socket.AF_INET6):
-            # asyncio sets this only on sockets made with proto=IPPROTO_TCP, not on ones
-            # accepted from a listener bound the usual way; without it a response's
-            # second segment waits for the client's delayed ACK (40 ms).
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        ssl_object = writer.get_extra_info("ssl_object")
-        self._tls = _tls_extension(ssl_object) if ssl_object is not None else None
-        self._client = _pair(writer.get_extra_info("peername"))
-        self._server = _pair(writer.get_extra_info("sockname"))
+            # Without it a response's second segment waits for the client's delayed ACK.
+            try:
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        if self._tls_on:
+            ssl_object = transport.get_extra_info("ssl_object")
+            self._tls = _tls_extension(ssl_object) if ssl_object is not None else None
+        self._client = _pair(transport.get_extra_info("peername"))
+        self._server = _pair(transport.get_extra_info("sockname"))
+        self.waiting_since = self._loop.time()
 
-    async def run(self) -> None:
-        while True:
-            try:
-                event = await self._next_event(_IDLE_TIMEOUT)
-            except h11.RemoteProtocolError as exc:
-                await self._refuse(exc)
-                return
-            except (asyncio.TimeoutError, ConnectionError, ssl.SSLError):
-                return
-            if not isinstance(event, h11.Request):
-                return  # the client closed the connection (or sent nothing more)
-            self._listeners._began()
-            try:
-                await self._exchange(event)
-            except (ConnectionError, ssl.SSLError, asyncio.TimeoutError):
-                return
-            except h11.RemoteProtocolError as exc:
-                await self._refuse(exc)
-                return
-            finally:
-                self._listeners._ended()
-            if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
-                self._h11.start_next_cycle()
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._refused = True  # nothing more is parsed
+        self._parser = None  # type: ignore[assignment]  # it refers back to this protocol: no cycle to collect
+        self._listeners._connections.discard(self)
+        for request in self._queue:
+            request.wake()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            # An upgrade (or CONNECT) is not served: its request is answered, then the
+            # connection closes (what follows the head is not HTTP).
+            self._refused = True
+            if self._queue:
+                self._queue[-1].keep_alive = False
             else:
-                return  # a body left unread, or Connection: close
+                self._refuse(400, "Bad request: protocol upgrades are not supported")
+            return
+        except httptools.HttpParserError as exc:
+            self._refused = True
+            if self._incoming is not None:
+                self._incoming.wake()  # its body will not come: the app is told it is gone
+            self._refuse(400, f"Bad request: {exc}")
+            return
+        if self._in_head:
+            self._head_bytes += len(data)
+            if self._head_bytes > _MAX_HEAD_BYTES:
+                self._refused = True
+                self._refuse(431, f"Request header fields too large: the head exceeds {_MAX_HEAD_BYTES} bytes")
 
-    async def _next_event(self, timeout: float) -> Any:
-        """The next h11 event, reading from the socket as needed; all of it (a request head
-        sent a byte at a time included) within `timeout` s, else TimeoutError."""
-        event = self._h11.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        # asyncio.timeout, not wait_for: no task per read.
-        async with asyncio.timeout(timeout):
-            while event is h11.NEED_DATA:
-                self._h11.receive_data(await self._reader.read(_READ_BYTES))  # b"": the end of the stream
-                event = self._h11.next_event()
-        return event
+    def pause_writing(self) -> None:
+        if self._drained is None or self._drained.done():
+            self._drained = self._loop.create_future()
 
-    async def _exchange(self, request: h11.Request) -> None:
-        target = request.target
-        raw_path, _, query = target.partition(b"?")
+    def resume_writing(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    # httptools' callbacks
+
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._head_bytes = 0
+        self._url = b""
+        self._headers = []
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self.waiting_since = None
+        parser = self._parser
+        raw_path, _, query = self._url.partition(b"?")
+        method = parser.get_method().decode("ascii")
+        version = parser.get_http_version()
         scope: dict[str, Any] = {
             "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": request.http_version.decode("ascii"),
-            "method": request.method.decode("ascii"),
-            "scheme": "https" if self._tls is not None else "http",
+            "http_version": version, "method": method,
+            "scheme": "https" if self._tls_on else "http",
             "path": unquote(raw_path.decode("latin-1")), "raw_path": raw_path, "query_string": query,
-            "root_path": "", "headers": list(request.headers), "client": self._client, "server": self._server,
+            "root_path": "", "headers": self._headers, "client": self._client, "server": self._server,
         }
         if self._tls is not None:
             scope["extensions"] = {"tls": self._tls}
-        head_only = request.method == b"HEAD"
-        response: dict[str, Any] = {"start": None, "sent": False}
-        body_done = [False]
+        expects = version == "1.1" and any(
+            name == b"expect" and value.lower() == b"100-continue" for name, value in self._headers)
+        request = _Request(scope, parser.should_keep_alive(), expects)
+        self._incoming = request
+        self._queue.append(request)
+        if len(self._queue) > 1:
+            self._pause()  # pipelined: read on once the ones ahead are answered
+        if not self._serving:
+            self._serving = True
+            self._loop.create_task(self._serve())
+
+    def on_body(self, body: bytes) -> None:
+        request = self._incoming
+        if request is None:
+            return
+        request.chunks.append(body)
+        request.buffered += len(body)
+        request.wake()
+        if request.buffered > _BUFFER_BYTES:
+            self._pause()
+
+    def on_message_complete(self) -> None:
+        request = self._incoming
+        if request is None:
+            return
+        self._incoming = None
+        request.complete = True
+        request.wake()
+
+    # serving
+
+    def _pause(self) -> None:
+        if self._reading and self._transport is not None:
+            self._reading = False
+            self._transport.pause_reading()
+
+    def _resume(self) -> None:
+        if not self._reading and not self._lost and self._transport is not None:
+            self._reading = True
+            self._transport.resume_reading()
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    async def _serve(self) -> None:
+        """Answer the queued requests in order; close when one says so."""
+        listeners = self._listeners
+        try:
+            while self._queue and not self._lost:
+                request = self._queue[0]
+                listeners._began()
+                try:
+                    keep = await self._exchange(request)
+                finally:
+                    listeners._ended()
+                self._queue.popleft()
+                if not keep:
+                    self.close()
+                    return
+                if len(self._queue) <= 1 and (not self._queue or self._queue[0].buffered <= _BUFFER_BYTES):
+                    self._resume()
+            if self._refused and not self._lost and not self._queue:
+                self.close()  # the request after the last one answered could not be read
+        except Exception:  # a bug of ours must not take the listener down with it
+            log.exception("error serving a connection")
+            self.close()
+        finally:
+            self._serving = False
+            if not self._queue:
+                self.waiting_since = self._loop.time()
+
+    async def _exchange(self, request: _Request) -> bool:
+        """Run the app for `request`; True when the connection may carry the next one."""
+        transport = self._transport
+        assert transport is not None
+        scope = request.scope
+        head_only = scope["method"] == "HEAD"
+        state: dict[str, Any] = {"start": None, "sent": False, "chunked": False, "keep": True,
+                                 "ended": False, "body_done": False}
 
         async def receive() -> dict[str, Any]:
-            if body_done[0]:
+            if state["body_done"] or self._lost:
                 return {"type": "http.disconnect"}
-            if self._h11.they_are_waiting_for_100_continue:
-                self._writer.write(self._h11.send(h11.InformationalResponse(status_code=100, headers=[])))
-            event = await self._next_event(_IDLE_TIMEOUT)
-            if isinstance(event, h11.Data):
-                return {"type": "http.request", "body": bytes(event.data), "more_body": True}
-            body_done[0] = True
-            if isinstance(event, h11.EndOfMessage):
-                return {"type": "http.request", "body": b"", "more_body": False}
-            return {"type": "http.disconnect"}
+            while not request.chunks and not request.complete:
+                if self._refused:
+                    return {"type": "http.disconnect"}
+                if request.expects_continue:
+                    request.expects_continue = False
+                    transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                request.waiter = self._loop.create_future()
+                self._resume()
+                await request.waiter
+                if self._lost:
+                    return {"type": "http.disconnect"}
+            body = b"".join(request.chunks) if len(request.chunks) != 1 else request.chunks[0]
+            request.chunks.clear()
+            request.buffered = 0
+            more = not request.complete
+            if not more:
+                state["body_done"] = True
+            elif self._queue and self._queue[0] is request and len(self._queue) == 1:
+                self._resume()
+            return {"type": "http.request", "body": body, "more_body": more}
 
         async def send(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                response["start"] = message
+            kind = message["type"]
+            if kind == "http.response.start":
+                state["start"] = message
                 return
-            if message["type"] != "http.response.body" or response["start"] is None:
+            if kind != "http.response.body" or state["start"] is None or state["ended"]:
                 return
-            out: list[bytes] = []
-            if not response["sent"]:
-                headers = list(response["start"].get("headers", []))
-                if not self._request_read():
-                    # The body was not read (refused early): close, rather than read it all.
-                    headers.append((b"connection", b"close"))
-                status = response["start"]["status"]
-                out.append(self._h11.send(h11.Response(status_code=status, headers=headers, reason=_reason(status))))
-                response["sent"] = True
             body = message.get("body", b"")
-            if body and not head_only:
-                out.append(self._h11.send(h11.Data(data=body)))
-            if not message.get("more_body", False):
-                out.append(self._h11.send(h11.EndOfMessage()))
-            self._writer.write(b"".join(out))  # one write: one segment for a small answer
-            await self._writer.drain()
+            more = message.get("more_body", False)
+            out: list[bytes] = []
+            if not state["sent"]:
+                out.append(self._head(request, state, len(body), more))
+                state["sent"] = True
+            if state["chunked"]:
+                if body and not head_only:
+                    out.append(b"%x\r\n%s\r\n" % (len(body), body))
+                if not more:
+                    out.append(b"0\r\n\r\n")
+            elif body and not head_only:
+                out.append(body)
+            if not more:
+                state["ended"] = True
+            if not self._lost:
+                transport.write(b"".join(out) if len(out) > 1 else out[0])  # one write: one segment
+                if self._drained is not None and not self._drained.done():
+                    await self._drained
 
         try:
             await self._listeners._app(scope, receive, send)
-        except (ConnectionError, ssl.SSLError):
-            raise
         except Exception:
             log.exception("error serving %s %s", scope["method"], scope["path"])
-            if response["sent"]:
-                raise ConnectionError("the answer broke off") from None
-            body = orjson.dumps({"error_code": 50001, "message": "Internal error in the schema registry"})
-            await send({"type": "http.response.start", "status": 500, "headers": [
-                (b"content-type", b"application/vnd.schemaregistry.v1+json"),
-                (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            if state["sent"]:
+                return False  # the answer broke off
+            state["start"] = None
+            await _answer_error(send, 500, 50001, "Internal error in the schema registry")
+            return False
+        if not state["ended"]:
+            if not state["sent"]:
+                log.error("no answer to %s %s", scope["method"], scope["path"])
+                await _answer_error(send, 500, 50001, "Internal error in the schema registry")
+            return False
+        return state["keep"] and not self._lost
 
-    def _request_read(self) -> bool:
-        """True once the whole request has been read. Takes what has already arrived of
-        it (a bodiless request's end, a body the app left unread) and never waits for
-        more; the end of a GET is an event h11 still has to hand out."""
-        while self._h11.their_state is h11.SEND_BODY:
-            event = self._h11.next_event()
-            if event is h11.NEED_DATA or isinstance(event, h11.ConnectionClosed):
-                return False
-        return self._h11.their_state is h11.DONE
+    def _head(self, request: _Request, state: dict[str, Any], length: int, more: bool) -> bytes:
+        """The status line and headers of the answer to `request` (decides its framing and
+        whether the connection goes on)."""
+        start = state["start"]
+        status = start["status"]
+        headers = start.get("headers", ())
+        parts = [b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))]
+        framed = False
+        for name, value in headers:
+            if not framed and name.lower() in (b"content-length", b"transfer-encoding"):
+                framed = True
+            parts.append(b"%s: %s\r\n" % (name, value))
+        keep = request.keep_alive and request.complete and not self._refused
+        if not framed and status >= 200 and status not in (204, 304):
+            if not more:
+                parts.append(b"content-length: %d\r\n" % length)
+            elif request.scope["http_version"] == "1.1":
+                parts.append(b"transfer-encoding: chunked\r\n")
+                state["chunked"] = True
+            else:
+                keep = False  # HTTP/1.0: the end of the connection ends the body
+        if not keep:
+            # Not every request was read (a body refused early): close rather than read it all.
+            parts.append(b"connection: close\r\n")
+        state["keep"] = keep
+        parts.append(b"\r\n")
+        return b"".join(parts)
 
-    async def _refuse(self, exc: h11.RemoteProtocolError) -> None:
-        """Answer a request h11 could not read, when an answer can still be sent."""
-        if self._h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-            return
-        status = exc.error_status_hint
-        body = orjson.dumps({"error_code": status, "message": f"Bad request: {exc}"})
-        try:
-            self._writer.write(self._h11.send(h11.Response(status_code=status, headers=[
-                (b"content-type", b"application/vnd.schemaregistry.v1+json"),
-                (b"content-length", str(len(body)).encode()), (b"connection", b"close")])))
-            self._writer.write(self._h11.send(h11.Data(data=body)))
-            self._writer.write(self._h11.send(h11.EndOfMessage()))
-            await self._writer.drain()
-        except (h11.LocalProtocolError, ConnectionError, ssl.SSLError):
-            pass
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer a request the parser could not read, if no other is under way, and close."""
+        if self._queue or self._transport is None:
+            return  # the one under way is answered; the connection then closes
+        body = orjson.dumps({"error_code": status, "message": message})
+        self._transport.write(b"".join([
+            b"HTTP/1.1 %d %s\r\n" % (status, _reason(status)),
+            b"content-type: application/vnd.schemaregistry.v1+json\r\n",
+            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body), body]))
+        self.close()
+
+
+async def _answer_error(send: Any, status: int, code: int, message: str) -> None:
+    body = orjson.dumps({"error_code": code, "message": message})
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*_ERROR_HEADERS, (b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
+
+
+_REASONS = {status.value: status.phrase.encode("ascii") for status in HTTPStatus}
 
 
 def _reason(status: int) -> bytes:
-    try:
-        return HTTPStatus(status).phrase.encode("ascii")
-    except ValueError:
-        return b""
+    return _REASONS.get(status, b"")
 
 
 def _pair(address: Any) -> tuple[str, int] | None:

@@ -1,20 +1,14 @@
-"""Serving the app with granian, chosen by `bench/wsgi_servers.py`.
+"""The registry's processes: granian as the supervisor, the node and its listeners in a worker.
 
-On this 2-core machine, with the load tool sharing it, granian (Rust HTTP, Python
-only for the app) served Flask at ~7,700-8,800 req/s in one worker process, ahead of
-bjoern and socketify (single-threaded: one slow write would stall every read) and far
-ahead of gunicorn (2,300-4,300) and waitress (4,300). We use its ASGI interface,
-through `registry.http.asgi.AsgiBridge`, because only that one passes the raw request path.
-
-Granian runs a supervisor process and a worker process. The worker is forked, so the
-node (log, reader thread, cache) is built in the worker by `build`, never before the
-fork. Granian serves the first `http://` listener; every `https://` listener, and any
-further `http://` one, is served in the same worker by `registry.http.listener` (granian
-serves one address, and its TLS does not show the app the client's certificate). Those
+Granian (chosen by `bench/wsgi_servers.py` when it also served HTTP) runs a supervisor
+process and a worker process. The worker is forked, so the node (log, reader thread,
+cache) is built in the worker by `build`, never before the fork. Every listener, http
+and https, is served in the worker by `registry.http.listener` (HTTP/1.1 parsed by
+httptools on a uvloop event loop; that module says why not granian's own HTTP). Their
 sockets are bound here in the supervisor, before the fork, so a busy port is refused at
-start and a restarted worker serves the same sockets. With no `http://` listener at all,
-granian listens on a Unix socket in a private directory that nothing connects to: it
-is still the process supervisor. Two details make the pair behave like one process:
+start and a restarted worker serves the same sockets. Granian itself listens on a Unix
+socket in a private directory that nothing connects to: it is the process supervisor
+only. Two details make the pair behave like one process:
 - the worker asks the kernel to kill it when the supervisor dies, so `kill -9` of the
   registry's pid really stops the node (failover tests depend on it);
 - the worker runs `close` after granian's serving loop returns on SIGTERM, so the node
@@ -38,10 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from granian.http import HTTP1Settings
 
 from registry.collector import IdleFullCollections
 from registry.http.app import build_asgi
+from registry.http.listener import Listeners
 from registry.http.security.guard import check_files
 from registry.http.security.tls import server_context
 from registry.node import build_node
@@ -66,25 +60,6 @@ def _die_with_parent() -> None:
 
 class AddressInUse(OSError):
     """Another process listens on the port already."""
-
-
-def check_port_free(host: str, port: int) -> None:
-    """Raise AddressInUse if another process listens on (host, port).
-
-    Granian's workers bind with SO_REUSEPORT, so a second registry started on a busy
-    port would silently share it and the kernel would split requests between two
-    stores. A plain bind fails where a listener exists (SO_REUSEADDR only lets us past
-    connections left in TIME_WAIT), as Confluent's server fails.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise AddressInUse(exc.errno, f"{host}:{port}: address already in use") from None
-            raise
 
 
 # Granian's own log lines (a worker that died, a respawn) go through ours.
@@ -113,15 +88,14 @@ def bind(listener: Listener) -> socket.socket:
     return sock
 
 
-def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: int,
-          uds: Path | None = None) -> int:
+def serve(build: Callable[[], tuple[App, Callable[[], None]]], uds: Path) -> int:
     """Serve until SIGTERM or SIGINT; returns the exit code. Blocks.
 
     `build` runs in the worker process and returns the ASGI app and a `close` function
     called when the worker stops. A worker that dies (killed, out of memory) is logged
     and started again, rebuilding the node from the log; one that keeps dying makes
-    the registry exit with code 1 and says why. `uds`, when given, is where granian
-    listens instead of (host, port).
+    the registry exit with code 1 and says why. `uds` is where granian listens (nothing
+    connects there: the listeners serve every request).
     """
     from granian.constants import Interfaces, Loops
     from granian.server import Server
@@ -145,21 +119,14 @@ def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: 
 
     server = Server(
         "registry:app",  # unused: `load` builds the app
-        address=host,
-        port=port,
         uds=uds,
         interface=Interfaces.ASGINL,
-        # uvloop, not asyncio's own loop: on the same bench (bench/read_throughput.py
-        # --calls) the hot reads served 1.17-1.44x the requests per second, ids 1.07x.
-        loop=Loops.uvloop,
+        loop=Loops.uvloop,  # idles: the listeners have an event loop of their own
         workers=1,
         backlog=2048,
         log_enabled=True,
         log_dictconfig=_GRANIAN_LOGGING,
         respawn_failed_workers=True,
-        # Large enough that an over-long target or oversized headers reach the bridge,
-        # which refuses them with Confluent's error body (414, 431).
-        http1_settings=HTTP1Settings(max_buffer_size=_HTTP_BUFFER_BYTES),
     )
     server.serve(spawn_target=worker, target_loader=load)
     if server.interrupt_children and not server.interrupt_signal:
@@ -168,20 +135,15 @@ def serve(build: Callable[[], tuple[App, Callable[[], None]]], host: str, port: 
     return 0
 
 
-_HTTP_BUFFER_BYTES = 1024 * 1024
-
-
 def run(settings: Settings) -> int:
     """Serve the node `settings` describe until a signal, then shut down cleanly.
     Blocks. Returns the exit code."""
     listeners = settings.listeners
-    granian_listener = next((item for item in listeners if item.scheme == "http"), None)
-    others = [item for item in listeners if item is not granian_listener]
     try:
         # Refuse unusable key material and security files now, not in the worker.
         check_files(settings)
         kazoo_options(settings.zookeeper_security)
-        if any(item.scheme == "https" for item in others):
+        if any(item.scheme == "https" for item in listeners):
             server_context(settings.tls)
     except ConfigError as exc:
         log.error("cannot start: %s", exc)
@@ -190,22 +152,15 @@ def run(settings: Settings) -> int:
     private_dir: str | None = None
     try:
         try:
-            if granian_listener is not None:
-                check_port_free(granian_listener.host, granian_listener.port)
-            for item in others:
+            for item in listeners:
                 sockets.append((item, bind(item)))
         except OSError as exc:
             log.error("cannot listen: %s", exc.strerror or exc)
             return 1
-        uds = None
-        if granian_listener is None:
-            private_dir = private_socket_dir()
-            uds = Path(private_dir) / _PRIVATE_SOCKET
+        private_dir = private_socket_dir()
         for item in listeners:
             log.info("serving on %s", item.url)
-        host = granian_listener.host if granian_listener else "127.0.0.1"
-        port = granian_listener.port if granian_listener else 0
-        code = serve(lambda: build(settings, sockets), host, port, uds)
+        code = serve(lambda: build(settings, sockets), Path(private_dir) / _PRIVATE_SOCKET)
     finally:
         for _, sock in sockets:
             sock.close()
@@ -310,18 +265,11 @@ def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
         log.error("cannot start: %s", exc)
         node.close()
         raise SystemExit(2) from None
-    listeners = None
-    if sockets:
-        # Imported only where there are more listeners than granian's (h11 and the TLS
-        # server cost every other registry's start ~20 ms: bench/cold_start.py).
-        from registry.http.listener import Listeners
-
-        listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets])
-        listeners.start()
+    listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets])
+    listeners.start()
 
     def close() -> None:
-        if listeners is not None:
-            listeners.close()
+        listeners.close()
         bridge.close()
         node.close()
 

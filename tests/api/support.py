@@ -51,7 +51,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def child_pids(pid: int) -> list[int]:
-    """Direct children of `pid` (the granian worker of a supervisor)."""
+    """Direct children of `pid` (the worker of granian's supervisor)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -1,7 +1,7 @@
-"""Request bodies as granian serves them, over raw sockets to a real registry: a body
-framed by Content-Length is read to its declared end and no further (the bridge does
-not wait for granian's separate end-of-body message), and the connection goes on with
-the next request in order, pipelined or not, as it does after a chunked body."""
+"""Request bodies over raw sockets to a real registry: a body framed by Content-Length
+is read to its declared end and no further (the bridge does not wait for a separate
+end-of-body message), and the connection goes on with the next request in order,
+pipelined or not, as it does after a chunked body."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""The h11 listener (https, and http past the first listener) on loopback sockets, in
+"""The listener (every http and https listener) on loopback sockets, in
 process, in front of the node's real ASGI bridge: keep-alive, HEAD, 100-continue,
 early refusals, malformed requests and the client certificate it hands the app."""
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,3 +136,119 @@ def test_the_client_certificate_reaches_the_app(tmp_path: Path):
     finally:
         listeners.close()
         sock.close()
+
+
+@pytest.fixture
+def bare() -> Iterator[tuple[list[dict], int]]:
+    """A bare ASGI app on the listener: it reads the whole body and answers its length, in
+    the pieces the path asks for (`/stream/N`: N body messages), or fails (`/fail`)."""
+    seen: list[dict] = []
+
+    async def app(scope, receive, send):
+        seen.append(scope)
+        length, messages = 0, 0
+        while True:
+            message = await receive()
+            messages += 1
+            length += len(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        if scope["path"] == "/fail":
+            raise RuntimeError("a bug")
+        body = json.dumps({"length": length, "messages": messages}).encode()
+        pieces = int(scope["path"].rpartition("/")[2]) if scope["path"].startswith("/stream/") else 0
+        if not pieces:
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        for _ in range(pieces - 1):
+            await send({"type": "http.response.body", "body": b"ab", "more_body": True})
+        await send({"type": "http.response.body", "body": b"cd"})
+
+    sock = listening()
+    listeners = Listeners(app, [(sock, None)])
+    listeners.start()
+    try:
+        yield seen, sock.getsockname()[1]
+    finally:
+        listeners.close()
+        sock.close()
+
+
+def read_until_closed(conn: socket.socket) -> bytes:
+    data = b""
+    while chunk := conn.recv(65536):
+        data += chunk
+    return data
+
+
+def test_a_large_body_reaches_the_app_whole_as_it_arrives(bare):
+    _, port = bare
+    body = b"x" * (3 * 1024 * 1024)  # many times what the listener buffers before it pauses reading
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        answer = exchange(conn, b"POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["length"] == len(body), answer
+        chunked = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in (b"a" * 70000, b"b" * 5)) + b"0\r\n\r\n"
+        answer = exchange(conn, b"POST /chunks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["length"] == 70005, answer
+
+
+def test_an_answer_in_pieces_is_chunked_on_http11_and_ends_the_connection_on_http10(bare):
+    _, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET /stream/3 HTTP/1.1\r\nHost: x\r\n\r\nGET /stream/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while data.count(b"0\r\n\r\n") < 1 or b"content-length: 2\r\n\r\ncd" not in data:
+            data += conn.recv(65536)
+        first, _, second = data.partition(b"0\r\n\r\n")
+        assert b"transfer-encoding: chunked" in first.lower() and first.endswith(b"2\r\nab\r\n2\r\nab\r\n2\r\ncd\r\n")
+        assert second.startswith(b"HTTP/1.1 200") and second.endswith(b"\r\n\r\ncd"), "one message: a length"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET /stream/2 HTTP/1.0\r\n\r\n")
+        answer = read_until_closed(conn)
+        assert b"connection: close" in answer.lower() and answer.endswith(b"\r\n\r\nabcd"), answer
+
+
+def test_a_failing_app_answers_500_with_confluents_body_and_closes(bare):
+    _, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET /fail HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = read_until_closed(conn)
+        assert answer.startswith(b"HTTP/1.1 500"), answer
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["error_code"] == 50001
+
+
+def test_a_head_larger_than_the_limit_gets_431_and_the_connection_closes(bare):
+    seen, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"v" * (1024 * 1024 + 1024))  # never finished
+        answer = read_until_closed(conn)
+    assert answer.startswith(b"HTTP/1.1 431") and b"connection: close" in answer.lower(), answer[:200]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error_code"] == 431
+    assert not seen, "the app never saw it"
+
+
+def test_an_upgrade_is_answered_as_plain_http_then_the_connection_closes(bare):
+    seen, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+                     b"HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")
+        answer = read_until_closed(conn)
+    assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" in answer.lower(), answer
+    assert [scope["path"] for scope in seen] == ["/up"]
+
+
+def test_a_connection_that_never_sends_a_whole_head_is_closed(bare, monkeypatch):
+    from registry.http import listener
+
+    monkeypatch.setattr(listener, "_IDLE_TIMEOUT", 0.5)
+    _, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHo")
+        began = time.monotonic()
+        assert read_until_closed(conn) == b""
+        assert time.monotonic() - began < 5, "closed by the sweep, within a second or two of the timeout"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        assert exchange(conn, b"GET /kept HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200")
+        assert read_until_closed(conn) == b"", "a kept-alive connection that goes quiet is closed as well"

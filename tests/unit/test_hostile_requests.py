@@ -343,7 +343,7 @@ def _post_lookup_scope(headers: list[tuple[bytes, bytes]], http_version: str = "
 
 
 def _serve_body(client, scope: dict, pieces: list[bytes]) -> tuple[int, int]:
-    """Serve `scope` with a body handed over as granian does: every piece marked
+    """Serve `scope` with a body handed over as some servers do (granian did): every piece marked
     more_body, the end only said by a last, empty message. Returns (status, receives)."""
     messages = [{"type": "http.request", "body": piece, "more_body": True} for piece in pieces]
     messages.append({"type": "http.request", "body": b"", "more_body": False})
