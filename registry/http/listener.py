@@ -71,7 +71,7 @@ class Listeners:
         self._thread = threading.Thread(target=self._loop.run_forever, name="listeners", daemon=True)
         self._servers: list[asyncio.Server] = []
         self._connections: set[_Connection] = set()
-        self._busy = 0  # requests under way (loop thread only)
+        self.busy = 0  # requests under way (loop thread only)
         self._idle: asyncio.Future[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -105,12 +105,12 @@ class Listeners:
     async def _stop(self, timeout: float) -> None:
         for server in self._servers:
             server.close()
-        if self._busy:
+        if self.busy:
             self._idle = self._loop.create_future()
             try:
                 await asyncio.wait_for(asyncio.shield(self._idle), timeout)
             except asyncio.TimeoutError:
-                log.warning("closing %d connections with requests still under way", self._busy)
+                log.warning("closing %d connections with requests still under way", self.busy)
         if self._sweeper is not None:
             self._sweeper.cancel()
         for connection in list(self._connections):
@@ -127,21 +127,24 @@ class Listeners:
                 if connection.waiting_since is not None and connection.waiting_since < expired:
                     connection.close()
 
-    def _began(self) -> None:
-        self._busy += 1
-
-    def _ended(self) -> None:
-        self._busy -= 1
-        if not self._busy and self._idle is not None and not self._idle.done():
+    def ended(self) -> None:
+        """A request under way has been answered."""
+        self.busy -= 1
+        if not self.busy and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
 
 
-class _Request:
-    """One request as the parser reads it: its scope, and its body as it arrives."""
+class _Exchange:
+    """One request and its answer: the scope, the body as it arrives, and the ASGI
+    `receive` and `send` the app is given (methods, not closures: less to build per
+    request)."""
 
-    __slots__ = ("scope", "keep_alive", "expects_continue", "chunks", "buffered", "complete", "waiter")
+    __slots__ = ("connection", "scope", "keep_alive", "expects_continue", "chunks", "buffered", "complete",
+                 "waiter", "body_done", "start", "sent", "chunked", "ended", "keep", "head_only")
 
-    def __init__(self, scope: dict[str, Any], keep_alive: bool, expects_continue: bool) -> None:
+    def __init__(self, connection: _Connection, scope: dict[str, Any], keep_alive: bool,
+                 expects_continue: bool) -> None:
+        self.connection = connection
         self.scope = scope
         self.keep_alive = keep_alive
         self.expects_continue = expects_continue
@@ -149,6 +152,13 @@ class _Request:
         self.buffered = 0
         self.complete = False  # the whole body has been read
         self.waiter: asyncio.Future[None] | None = None  # the app waiting for more body
+        self.body_done = False  # the app has been given all of it
+        self.start: dict[str, Any] | None = None
+        self.sent = False  # the head of the answer
+        self.chunked = False
+        self.ended = False  # the whole answer
+        self.keep = True  # the connection may carry the next request
+        self.head_only = scope["method"] == "HEAD"
 
     def wake(self) -> None:
         waiter = self.waiter
@@ -157,6 +167,90 @@ class _Request:
             if not waiter.done():
                 waiter.set_result(None)
 
+    async def receive(self) -> dict[str, Any]:
+        connection = self.connection
+        if self.body_done or connection.lost:
+            return {"type": "http.disconnect"}
+        while not self.chunks and not self.complete:
+            if connection.refused:
+                return {"type": "http.disconnect"}  # the rest of the body could not be read
+            if self.expects_continue:
+                self.expects_continue = False
+                connection.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.waiter = connection.loop.create_future()
+            connection.resume()
+            await self.waiter
+            if connection.lost:
+                return {"type": "http.disconnect"}
+        chunks = self.chunks
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self.buffered = 0
+        more = not self.complete
+        if more:
+            connection.resume()
+        else:
+            self.body_done = True
+        return {"type": "http.request", "body": body, "more_body": more}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.start = message
+            return
+        if kind != "http.response.body" or self.start is None or self.ended:
+            return
+        body = message.get("body", b"")
+        more = message.get("more_body", False)
+        out = self._head(len(body), more) if not self.sent else b""
+        self.sent = True
+        if self.head_only:
+            pass
+        elif self.chunked:
+            if body:
+                out += b"%x\r\n%s\r\n" % (len(body), body)
+            if not more:
+                out += b"0\r\n\r\n"
+        else:
+            out += body
+        if not more:
+            self.ended = True
+        connection = self.connection
+        if not connection.lost:
+            connection.write(out)  # one write: one segment for a small answer
+            drained = connection.drained
+            if drained is not None and not drained.done():
+                await drained
+
+    def _head(self, length: int, more: bool) -> bytes:
+        """The status line and headers (decides the framing, and whether the connection
+        goes on)."""
+        start = self.start
+        assert start is not None
+        status = start["status"]
+        parts = [_STATUS_LINES.get(status) or b"HTTP/1.1 %d \r\n" % status]
+        framed = False
+        for name, value in start.get("headers", ()):
+            if not framed:
+                lowered = name.lower()
+                framed = lowered == b"content-length" or lowered == b"transfer-encoding"
+            parts += (name, b": ", value, b"\r\n")
+        keep = self.keep_alive and self.complete and not self.connection.refused
+        if not framed and status >= 200 and status != 204 and status != 304:
+            if not more:
+                parts.append(b"content-length: %d\r\n" % length)
+            elif self.scope["http_version"] == "1.1":
+                parts.append(b"transfer-encoding: chunked\r\n")
+                self.chunked = True
+            else:
+                keep = False  # HTTP/1.0: the end of the connection ends the body
+        if not keep:
+            # Not every request was read (a body refused early): close rather than read it all.
+            parts.append(b"connection: close\r\n")
+        self.keep = keep
+        parts.append(b"\r\n")
+        return b"".join(parts)
+
 
 class _Connection(asyncio.Protocol):
     """One client connection: requests read as they arrive, answered one after the other
@@ -164,24 +258,24 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, listeners: Listeners, tls: bool) -> None:
         self._listeners = listeners
-        self._loop = listeners._loop
+        self.loop = listeners._loop
         self._tls_on = tls
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._tls: dict[str, Any] | None = None
         self._client: tuple[str, int] | None = None
         self._server: tuple[str, int] | None = None
-        self._url = b""
+        self._url = b""  # of the request whose head is being read; empty between heads
         self._headers: list[tuple[bytes, bytes]] = []
-        self._in_head = False  # a request's head is being read
+        self._expect: bytes | None = None
         self._head_bytes = 0
-        self._incoming: _Request | None = None  # the request whose body is being read
-        self._queue: collections.deque[_Request] = collections.deque()  # [0] is being answered
+        self._incoming: _Exchange | None = None  # the request whose body is being read
+        self._queue: collections.deque[_Exchange] = collections.deque()  # [0] is being answered
         self._serving = False
         self._reading = True
-        self._lost = False
-        self._refused = False  # the parser failed: nothing more is read
-        self._drained: asyncio.Future[None] | None = None  # while the transport's buffer is full
+        self.lost = False
+        self.refused = False  # the parser failed (or the connection ended): nothing more is read
+        self.drained: asyncio.Future[None] | None = None  # while the transport's buffer is full
         self.waiting_since: float | None = None  # waiting for a request head (the idle sweep)
 
     # asyncio.Protocol
@@ -201,122 +295,135 @@ class _Connection(asyncio.Protocol):
             self._tls = _tls_extension(ssl_object) if ssl_object is not None else None
         self._client = _pair(transport.get_extra_info("peername"))
         self._server = _pair(transport.get_extra_info("sockname"))
-        self.waiting_since = self._loop.time()
+        self.waiting_since = self.loop.time()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = True
-        self._refused = True  # nothing more is parsed
+        self.lost = True
+        self.refused = True
         self._parser = None  # type: ignore[assignment]  # it refers back to this protocol: no cycle to collect
         self._listeners._connections.discard(self)
-        for request in self._queue:
-            request.wake()
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
+        for exchange in self._queue:
+            exchange.wake()
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
+        if self.refused:
             return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             # An upgrade (or CONNECT) is not served: its request is answered, then the
             # connection closes (what follows the head is not HTTP).
-            self._refused = True
+            self.refused = True
             if self._queue:
                 self._queue[-1].keep_alive = False
             else:
                 self._refuse(400, "Bad request: protocol upgrades are not supported")
             return
         except httptools.HttpParserError as exc:
-            self._refused = True
+            self.refused = True
             if self._incoming is not None:
                 self._incoming.wake()  # its body will not come: the app is told it is gone
             self._refuse(400, f"Bad request: {exc}")
             return
-        if self._in_head:
+        if self._url:  # a head begun, not yet whole (every head has a target before its fields)
             self._head_bytes += len(data)
             if self._head_bytes > _MAX_HEAD_BYTES:
-                self._refused = True
+                self.refused = True
                 self._refuse(431, f"Request header fields too large: the head exceeds {_MAX_HEAD_BYTES} bytes")
+        else:
+            self._head_bytes = 0
 
     def pause_writing(self) -> None:
-        if self._drained is None or self._drained.done():
-            self._drained = self._loop.create_future()
+        if self.drained is None or self.drained.done():
+            self.drained = self.loop.create_future()
 
     def resume_writing(self) -> None:
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
 
     # httptools' callbacks
-
-    def on_message_begin(self) -> None:
-        self._in_head = True
-        self._head_bytes = 0
-        self._url = b""
-        self._headers = []
 
     def on_url(self, url: bytes) -> None:
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.lower(), value))
+        name = name.lower()
+        if name == b"expect":
+            self._expect = value
+        self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        self._in_head = False
         self.waiting_since = None
         parser = self._parser
         raw_path, _, query = self._url.partition(b"?")
-        method = parser.get_method().decode("ascii")
+        self._url = b""
+        method = parser.get_method()
         version = parser.get_http_version()
         scope: dict[str, Any] = {
-            "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": version, "method": method,
+            "type": "http", "asgi": _ASGI, "http_version": version,
+            "method": _METHODS.get(method) or method.decode("ascii"),
             "scheme": "https" if self._tls_on else "http",
-            "path": unquote(raw_path.decode("latin-1")), "raw_path": raw_path, "query_string": query,
+            "path": unquote(raw_path.decode("latin-1")) if b"%" in raw_path else raw_path.decode("latin-1"),
+            "raw_path": raw_path, "query_string": query,
             "root_path": "", "headers": self._headers, "client": self._client, "server": self._server,
         }
         if self._tls is not None:
             scope["extensions"] = {"tls": self._tls}
-        expects = version == "1.1" and any(
-            name == b"expect" and value.lower() == b"100-continue" for name, value in self._headers)
-        request = _Request(scope, parser.should_keep_alive(), expects)
-        self._incoming = request
-        self._queue.append(request)
-        if len(self._queue) > 1:
+        self._headers = []
+        expects = self._expect is not None and version == "1.1" and self._expect.lower() == b"100-continue"
+        self._expect = None
+        exchange = _Exchange(self, scope, parser.should_keep_alive(), expects)
+        self._incoming = exchange
+        queue = self._queue
+        queue.append(exchange)
+        if len(queue) > 1:
             self._pause()  # pipelined: read on once the ones ahead are answered
         if not self._serving:
             self._serving = True
-            self._loop.create_task(self._serve())
+            self.loop.create_task(self._serve())
 
     def on_body(self, body: bytes) -> None:
-        request = self._incoming
-        if request is None:
+        exchange = self._incoming
+        if exchange is None:
             return
-        request.chunks.append(body)
-        request.buffered += len(body)
-        request.wake()
-        if request.buffered > _BUFFER_BYTES:
+        exchange.chunks.append(body)
+        exchange.buffered += len(body)
+        if exchange.waiter is not None:
+            exchange.wake()
+        if exchange.buffered > _BUFFER_BYTES:
             self._pause()
 
     def on_message_complete(self) -> None:
-        request = self._incoming
-        if request is None:
+        exchange = self._incoming
+        if exchange is None:
             return
         self._incoming = None
-        request.complete = True
-        request.wake()
+        exchange.complete = True
+        if exchange.waiter is not None:
+            exchange.wake()
 
     # serving
+
+    def write(self, data: bytes) -> None:
+        if self._transport is not None:
+            self._transport.write(data)
 
     def _pause(self) -> None:
         if self._reading and self._transport is not None:
             self._reading = False
             self._transport.pause_reading()
 
-    def _resume(self) -> None:
-        if not self._reading and not self._lost and self._transport is not None:
-            self._reading = True
-            self._transport.resume_reading()
+    def resume(self) -> None:
+        """Read on, unless requests wait in line or a body's buffer is full."""
+        if self._reading or self.lost or self._transport is None:
+            return
+        queue = self._queue
+        if len(queue) > 1 or (queue and queue[0].buffered > _BUFFER_BYTES):
+            return
+        self._reading = True
+        self._transport.resume_reading()
 
     def close(self) -> None:
         if self._transport is not None:
@@ -325,133 +432,49 @@ class _Connection(asyncio.Protocol):
     async def _serve(self) -> None:
         """Answer the queued requests in order; close when one says so."""
         listeners = self._listeners
+        queue = self._queue
         try:
-            while self._queue and not self._lost:
-                request = self._queue[0]
-                listeners._began()
+            while queue and not self.lost:
+                exchange = queue[0]
+                listeners.busy += 1
                 try:
-                    keep = await self._exchange(request)
+                    keep = await self._answer(exchange)
                 finally:
-                    listeners._ended()
-                self._queue.popleft()
+                    listeners.ended()
+                queue.popleft()
                 if not keep:
                     self.close()
                     return
-                if len(self._queue) <= 1 and (not self._queue or self._queue[0].buffered <= _BUFFER_BYTES):
-                    self._resume()
-            if self._refused and not self._lost and not self._queue:
+                if not self._reading:
+                    self.resume()
+            if self.refused and not self.lost:
                 self.close()  # the request after the last one answered could not be read
         except Exception:  # a bug of ours must not take the listener down with it
             log.exception("error serving a connection")
             self.close()
         finally:
             self._serving = False
-            if not self._queue:
-                self.waiting_since = self._loop.time()
+            if not queue:
+                self.waiting_since = self.loop.time()
 
-    async def _exchange(self, request: _Request) -> bool:
-        """Run the app for `request`; True when the connection may carry the next one."""
-        transport = self._transport
-        assert transport is not None
-        scope = request.scope
-        head_only = scope["method"] == "HEAD"
-        state: dict[str, Any] = {"start": None, "sent": False, "chunked": False, "keep": True,
-                                 "ended": False, "body_done": False}
-
-        async def receive() -> dict[str, Any]:
-            if state["body_done"] or self._lost:
-                return {"type": "http.disconnect"}
-            while not request.chunks and not request.complete:
-                if self._refused:
-                    return {"type": "http.disconnect"}
-                if request.expects_continue:
-                    request.expects_continue = False
-                    transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                request.waiter = self._loop.create_future()
-                self._resume()
-                await request.waiter
-                if self._lost:
-                    return {"type": "http.disconnect"}
-            body = b"".join(request.chunks) if len(request.chunks) != 1 else request.chunks[0]
-            request.chunks.clear()
-            request.buffered = 0
-            more = not request.complete
-            if not more:
-                state["body_done"] = True
-            elif self._queue and self._queue[0] is request and len(self._queue) == 1:
-                self._resume()
-            return {"type": "http.request", "body": body, "more_body": more}
-
-        async def send(message: dict[str, Any]) -> None:
-            kind = message["type"]
-            if kind == "http.response.start":
-                state["start"] = message
-                return
-            if kind != "http.response.body" or state["start"] is None or state["ended"]:
-                return
-            body = message.get("body", b"")
-            more = message.get("more_body", False)
-            out: list[bytes] = []
-            if not state["sent"]:
-                out.append(self._head(request, state, len(body), more))
-                state["sent"] = True
-            if state["chunked"]:
-                if body and not head_only:
-                    out.append(b"%x\r\n%s\r\n" % (len(body), body))
-                if not more:
-                    out.append(b"0\r\n\r\n")
-            elif body and not head_only:
-                out.append(body)
-            if not more:
-                state["ended"] = True
-            if not self._lost:
-                transport.write(b"".join(out) if len(out) > 1 else out[0])  # one write: one segment
-                if self._drained is not None and not self._drained.done():
-                    await self._drained
-
+    async def _answer(self, exchange: _Exchange) -> bool:
+        """Run the app for `exchange`; True when the connection may carry the next one."""
+        scope = exchange.scope
         try:
-            await self._listeners._app(scope, receive, send)
+            await self._listeners._app(scope, exchange.receive, exchange.send)
         except Exception:
             log.exception("error serving %s %s", scope["method"], scope["path"])
-            if state["sent"]:
+            if exchange.sent:
                 return False  # the answer broke off
-            state["start"] = None
-            await _answer_error(send, 500, 50001, "Internal error in the schema registry")
+            exchange.start = None
+            await _answer_error(exchange.send, 500, 50001, "Internal error in the schema registry")
             return False
-        if not state["ended"]:
-            if not state["sent"]:
+        if not exchange.ended:
+            if not exchange.sent:
                 log.error("no answer to %s %s", scope["method"], scope["path"])
-                await _answer_error(send, 500, 50001, "Internal error in the schema registry")
+                await _answer_error(exchange.send, 500, 50001, "Internal error in the schema registry")
             return False
-        return state["keep"] and not self._lost
-
-    def _head(self, request: _Request, state: dict[str, Any], length: int, more: bool) -> bytes:
-        """The status line and headers of the answer to `request` (decides its framing and
-        whether the connection goes on)."""
-        start = state["start"]
-        status = start["status"]
-        headers = start.get("headers", ())
-        parts = [b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))]
-        framed = False
-        for name, value in headers:
-            if not framed and name.lower() in (b"content-length", b"transfer-encoding"):
-                framed = True
-            parts.append(b"%s: %s\r\n" % (name, value))
-        keep = request.keep_alive and request.complete and not self._refused
-        if not framed and status >= 200 and status not in (204, 304):
-            if not more:
-                parts.append(b"content-length: %d\r\n" % length)
-            elif request.scope["http_version"] == "1.1":
-                parts.append(b"transfer-encoding: chunked\r\n")
-                state["chunked"] = True
-            else:
-                keep = False  # HTTP/1.0: the end of the connection ends the body
-        if not keep:
-            # Not every request was read (a body refused early): close rather than read it all.
-            parts.append(b"connection: close\r\n")
-        state["keep"] = keep
-        parts.append(b"\r\n")
-        return b"".join(parts)
+        return exchange.keep and not self.lost
 
     def _refuse(self, status: int, message: str) -> None:
         """Answer a request the parser could not read, if no other is under way, and close."""
@@ -459,7 +482,7 @@ class _Connection(asyncio.Protocol):
             return  # the one under way is answered; the connection then closes
         body = orjson.dumps({"error_code": status, "message": message})
         self._transport.write(b"".join([
-            b"HTTP/1.1 %d %s\r\n" % (status, _reason(status)),
+            _STATUS_LINES.get(status, b"HTTP/1.1 %d \r\n" % status),
             b"content-type: application/vnd.schemaregistry.v1+json\r\n",
             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body), body]))
         self.close()
@@ -472,11 +495,10 @@ async def _answer_error(send: Any, status: int, code: int, message: str) -> None
     await send({"type": "http.response.body", "body": body})
 
 
-_REASONS = {status.value: status.phrase.encode("ascii") for status in HTTPStatus}
-
-
-def _reason(status: int) -> bytes:
-    return _REASONS.get(status, b"")
+_STATUS_LINES = {status.value: b"HTTP/1.1 %d %s\r\n" % (status.value, status.phrase.encode("ascii"))
+                 for status in HTTPStatus}
+_METHODS = {method.encode("ascii"): method for method in ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS")}
+_ASGI = {"version": "3.0", "spec_version": "2.3"}
 
 
 def _pair(address: Any) -> tuple[str, int] | None:
