@@ -15,13 +15,18 @@ Why not granian's own HTTP server, which served the first http listener before (
 still the process supervisor, `registry.http.server`): each request, and each body
 it hands over, crosses from its Rust runtime's thread to a Python thread of its own and
 then to the event loop, three threads taking turns on the interpreter. On this 2-core
-machine that cost more than parsing HTTP in Python here: a bare ASGI app answering a
-GET served 51-57k requests a second here against granian's 30-33k, and the registry's
-id path 39-59k against 30-39k; a bare app appending each body to Kafka spent 56-59 us
-of CPU a write against 132-142 (3 rounds alternating). uvicorn serves the same protocol
-but spent more of its own per request (21-24k GETs a second). Nor granian's TLS: it
-never tells the app who the client is (no ASGI `tls` extension, its issue #788), and
-the principal of an mTLS caller is its certificate's subject.
+machine that cost more than parsing HTTP in Python here: a minimal httptools server
+written for the comparison answered a bare ASGI app's GETs at 51-57k a second against
+granian's 30-33k, and a bare app appending each body to Kafka spent 56-59 us of CPU a
+write against 132-142 (3 rounds alternating). uvicorn serves the same way but spent more
+of its own per request (21-24k GETs a second). With this module the registry's id path
+served 48k requests a second against 34k on granian, and registrations on Kafka 1.21x
+(`bench/read_throughput.py --calls`, `bench/register_latency.py`, both `--before`).
+Nor granian's TLS: it never tells the app who the client is (no ASGI `tls` extension,
+its issue #788), and the principal of an mTLS caller is its certificate's subject.
+
+Why hand-written: uvicorn, the library that does this, served a bare app under half as
+many requests a second (above), and its client certificate support is not merged either.
 
 Sockets are bound by the supervisor before the worker is forked (`registry.http.server`),
 so a busy port fails at start and a restarted worker serves the same sockets.
@@ -53,6 +58,12 @@ _MAX_HEAD_BYTES = 1024 * 1024
 # Body bytes a request may have buffered, not yet taken by the app, before reading
 # pauses (and pipelined requests: reading pauses while one waits behind another).
 _BUFFER_BYTES = 64 * 1024
+# Header fields a request may have (their bytes are bounded by _MAX_HEAD_BYTES; this
+# bounds the list each one becomes: the bridge refuses more than 64 KiB of them anyway).
+_MAX_HEADERS = 1000
+# Requests read ahead of the one being answered (pipelined); past it the connection
+# closes once those are answered, as HTTP lets a server do.
+_MAX_PIPELINED = 100
 _IDLE_TIMEOUT = 75.0  # for a request head to arrive whole, on a new or kept-alive connection
 _SWEEP_SECONDS = 1.0  # how often connections are checked against it
 _HANDSHAKE_TIMEOUT = 10.0
@@ -132,6 +143,10 @@ class Listeners:
         self.busy -= 1
         if not self.busy and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
+
+
+class _Overflow(Exception):
+    """Raised from a parser callback to stop reading a connection past a limit."""
 
 
 class _Exchange:
@@ -269,6 +284,7 @@ class _Connection(asyncio.Protocol):
         self._headers: list[tuple[bytes, bytes]] = []
         self._expect: bytes | None = None
         self._head_bytes = 0
+        self._too_large = False  # the head went past a limit (431)
         self._incoming: _Exchange | None = None  # the request whose body is being read
         self._queue: collections.deque[_Exchange] = collections.deque()  # [0] is being answered
         self._serving = False
@@ -323,9 +339,13 @@ class _Connection(asyncio.Protocol):
             return
         except httptools.HttpParserError as exc:
             self.refused = True
+            self._discard_unread()
             if self._incoming is not None:
                 self._incoming.wake()  # its body will not come: the app is told it is gone
-            self._refuse(400, f"Bad request: {exc}")
+            if self._too_large:
+                self._refuse(431, f"Request header fields too large: more than {_MAX_HEADERS} fields")
+            else:
+                self._refuse(400, f"Bad request: {exc}")
             return
         if self._url:  # a head begun, not yet whole (every head has a target before its fields)
             self._head_bytes += len(data)
@@ -349,6 +369,9 @@ class _Connection(asyncio.Protocol):
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if len(self._headers) >= _MAX_HEADERS:
+            self._too_large = True
+            raise _Overflow  # ends the parse: feed_data raises HttpParserCallbackError
         name = name.lower()
         if name == b"expect":
             self._expect = value
@@ -356,6 +379,8 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.waiting_since = None
+        if len(self._queue) > _MAX_PIPELINED:
+            raise _Overflow  # those read so far are answered, then the connection closes
         parser = self._parser
         raw_path, _, query = self._url.partition(b"?")
         self._url = b""
@@ -410,7 +435,16 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.write(data)
 
+    def _discard_unread(self) -> None:
+        """Read on (and drop) what the client still sends: closing with unread bytes
+        makes the kernel reset the connection, and the client could lose our answers."""
+        if not self._reading and not self.lost and self._transport is not None:
+            self._reading = True
+            self._transport.resume_reading()
+
     def _pause(self) -> None:
+        if self.refused:
+            return
         if self._reading and self._transport is not None:
             self._reading = False
             self._transport.pause_reading()

@@ -252,3 +252,23 @@ def test_a_connection_that_never_sends_a_whole_head_is_closed(bare, monkeypatch)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         assert exchange(conn, b"GET /kept HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200")
         assert read_until_closed(conn) == b"", "a kept-alive connection that goes quiet is closed as well"
+
+
+def test_too_many_header_fields_get_431(bare):
+    seen, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n" + b"a: b\r\n" * 1500 + b"\r\n")
+        answer = read_until_closed(conn)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error_code"] == 431
+    assert not seen
+
+
+def test_requests_pipelined_past_the_limit_end_the_connection_after_those_read(bare):
+    seen, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET /p HTTP/1.1\r\nHost: x\r\n\r\n" * 1000)
+        answers = read_until_closed(conn)
+    count = answers.count(b"HTTP/1.1 200 OK")
+    assert 1 <= count <= 102 and count == len(seen), (count, len(seen))
+    assert answers.endswith(b'"messages": 1}'), "every answer sent is whole"
