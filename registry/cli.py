@@ -23,7 +23,8 @@ log = logging.getLogger("registry")
 # The `server` extra (with `schema-types`). A client-only install (`pip install
 # schema-registry-py`) lacks these, so the server's modules are imported only after
 # `missing_server_modules` found them all.
-SERVER_MODULES = ("flask", "werkzeug", "granian", "kazoo", "jproperties", "grpc_tools", "jsonschema", "re2")
+SERVER_MODULES = ("flask", "werkzeug", "granian", "httptools", "uvloop", "kazoo", "jproperties", "grpc_tools",
+                  "jsonschema", "re2")
 
 
 # The commands that run server code; every other one is an admin command (registry/admin).

@@ -20,7 +20,7 @@ PACKAGES = ("store", "election", "registry")
 
 # Client side: never the server (its modules, the store, the election, or their libraries).
 CLIENT_SIDE = ("registry.client", "registry.serde", "registry.spark")
-SERVER_ONLY_LIBRARIES = ("flask", "werkzeug", "granian", "kazoo", "jproperties")
+SERVER_ONLY_LIBRARIES = ("flask", "werkzeug", "granian", "httptools", "uvloop", "kazoo", "jproperties")
 # Format knowledge both sides share: parsing and comparing schemas, nothing else.
 SHARED_FORMATS = ("registry.schema_types", "registry.compatibility")
 # The server's core, below its HTTP layer.

@@ -9,8 +9,8 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
-SERVER_ONLY = {"flask", "werkzeug", "granian", "kazoo", "jproperties", "grpcio-tools", "protobuf", "jsonschema",
-               "google-re2"}
+SERVER_ONLY = {"flask", "werkzeug", "granian", "httptools", "uvloop", "kazoo", "jproperties", "grpcio-tools",
+               "protobuf", "jsonschema", "google-re2"}
 
 
 def names(requirements: list[str]) -> set[str]:
