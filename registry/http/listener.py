@@ -249,6 +249,8 @@ class _Exchange:
             if not framed:
                 lowered = name.lower()
                 framed = lowered == b"content-length" or lowered == b"transfer-encoding"
+            if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
+                raise ValueError(f"a header that would split the answer: {name!r}")  # a 500, never sent
             parts += (name, b": ", value, b"\r\n")
         keep = self.keep_alive and self.complete and not self.connection.refused
         if not framed and status >= 200 and status != 204 and status != 304:

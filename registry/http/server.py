@@ -32,7 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from registry.collector import IdleFullCollections
 from registry.http.app import build_asgi
 from registry.http.listener import Listeners

@@ -272,3 +272,22 @@ def test_requests_pipelined_past_the_limit_end_the_connection_after_those_read(b
     count = answers.count(b"HTTP/1.1 200 OK")
     assert 1 <= count <= 102 and count == len(seen), (count, len(seen))
     assert answers.endswith(b'"messages": 1}'), "every answer sent is whole"
+
+
+def test_a_header_that_would_split_the_answer_is_never_sent():
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"x-echo", b"a\r\nset-cookie: evil=1"), (b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    sock = listening()
+    listeners = Listeners(app, [(sock, None)])
+    listeners.start()
+    try:
+        with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+            conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = read_until_closed(conn)
+        assert answer.startswith(b"HTTP/1.1 500") and b"evil" not in answer, answer
+    finally:
+        listeners.close()
+        sock.close()
