@@ -65,6 +65,7 @@ _MAX_HEADERS = 1000
 # closes once those are answered, as HTTP lets a server do.
 _MAX_PIPELINED = 100
 _IDLE_TIMEOUT = 75.0  # for a request head to arrive whole, on a new or kept-alive connection
+_LINGER = 2.0  # for a client to end its side once ours has ended (`_Connection.finish`)
 _SWEEP_SECONDS = 1.0  # how often connections are checked against it
 _HANDSHAKE_TIMEOUT = 10.0
 _TLS_VERSIONS = {"TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
@@ -130,12 +131,16 @@ class Listeners:
 
     async def _sweep(self) -> None:
         """Close the connections that have waited longer than _IDLE_TIMEOUT for a whole
-        request head (one timer for all of them: a timer per request costs more)."""
+        request head, or lingered longer than _LINGER (one timer for all of them: a timer
+        per request costs more)."""
         while True:
             await asyncio.sleep(_SWEEP_SECONDS)
-            expired = self._loop.time() - _IDLE_TIMEOUT
-            for connection in [c for c in self._connections if c.waiting_since is not None]:
-                if connection.waiting_since is not None and connection.waiting_since < expired:
+            now = self._loop.time()
+            expired, lingered = now - _IDLE_TIMEOUT, now - _LINGER
+            for connection in list(self._connections):
+                since = connection.waiting_since
+                linger = connection.linger_since
+                if (since is not None and since < expired) or (linger is not None and linger < lingered):
                     connection.close()
 
     def ended(self) -> None:
@@ -295,6 +300,8 @@ class _Connection(asyncio.Protocol):
         self.refused = False  # the parser failed (or the connection ended): nothing more is read
         self.drained: asyncio.Future[None] | None = None  # while the transport's buffer is full
         self.waiting_since: float | None = None  # waiting for a request head (the idle sweep)
+        self.linger_since: float | None = None  # our side ended, the client's not yet (`finish`)
+        self._ended = False  # the client ended its side
 
     # asyncio.Protocol
 
@@ -356,6 +363,15 @@ class _Connection(asyncio.Protocol):
                 self._refuse(431, f"Request header fields too large: the head exceeds {_MAX_HEAD_BYTES} bytes")
         else:
             self._head_bytes = 0
+
+    def eof_received(self) -> bool:
+        """The client ended its side: requests read are still answered (a client may end
+        its side once it has sent one), then the connection closes."""
+        self._ended = True
+        self.refused = True
+        if self._incoming is not None:
+            self._incoming.wake()  # its body will not come
+        return bool(self._queue)  # True keeps the transport open to answer them
 
     def pause_writing(self) -> None:
         if self.drained is None or self.drained.done():
@@ -465,6 +481,24 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    def finish(self) -> None:
+        """Close once the answers written are sent, without losing them to a reset:
+        closing with unread bytes from the client makes the kernel reset the connection,
+        and a client still sending (a refused body, requests pipelined past the limit)
+        could lose what it was answered. So our side ends first (a FIN after the
+        answers), what the client still sends is read and dropped, and the connection
+        closes when the client ends its side, or _LINGER seconds later (the sweep)."""
+        transport = self._transport
+        if transport is None or self.lost:
+            return
+        self.refused = True  # nothing more is parsed
+        self._discard_unread()
+        if not self._ended and self.linger_since is None and transport.can_write_eof():
+            transport.write_eof()
+            self.linger_since = self.loop.time()
+        else:
+            transport.close()
+
     async def _serve(self) -> None:
         """Answer the queued requests in order; close when one says so."""
         listeners = self._listeners
@@ -479,15 +513,15 @@ class _Connection(asyncio.Protocol):
                     listeners.ended()
                 queue.popleft()
                 if not keep:
-                    self.close()
+                    self.finish()
                     return
                 if not self._reading:
                     self.resume()
             if self.refused and not self.lost:
-                self.close()  # the request after the last one answered could not be read
+                self.finish()  # the request after the last one answered could not be read
         except Exception:  # a bug of ours must not take the listener down with it
             log.exception("error serving a connection")
-            self.close()
+            self.finish()
         finally:
             self._serving = False
             if not queue:
@@ -521,7 +555,7 @@ class _Connection(asyncio.Protocol):
             _STATUS_LINES.get(status, b"HTTP/1.1 %d \r\n" % status),
             b"content-type: application/vnd.schemaregistry.v1+json\r\n",
             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body), body]))
-        self.close()
+        self.finish()
 
 
 async def _answer_error(send: Any, status: int, code: int, message: str) -> None:
