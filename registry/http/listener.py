@@ -9,7 +9,8 @@ asyncio protocol on uvloop, and handed to the `AsgiBridge`, so the fast path, li
 authentication, authorization, metrics and audit are identical on every listener.
 What is hand-written here is the loop between the transport, the parser and the ASGI
 app: keep-alive and pipelining, 100-continue, HEAD, response framing, flow control,
-limits on a request's head and how long it may take to arrive.
+limits on a request's head and how long it may take to arrive, and closing without
+losing the answers to a reset.
 
 Why not granian's own HTTP server, which served the first http listener before (it is
 still the process supervisor, `registry.http.server`): each request, and each body
