@@ -401,8 +401,15 @@ class _Connection(asyncio.Protocol):
         if len(self._queue) > _MAX_PIPELINED:
             raise _Overflow  # those read so far are answered, then the connection closes
         parser = self._parser
-        raw_path, _, query = self._url.partition(b"?")
+        url = self._url
         self._url = b""
+        if b"#" in url:
+            url = url.partition(b"#")[0]  # a fragment is the client's own, never the server's
+        if url[:1] == b"/" or url == b"*":
+            raw_path, _, query = url.partition(b"?")
+        else:  # the absolute form (RFC 9112 3.2.2), as a proxy sends it: its path routes
+            parsed = httptools.parse_url(url)  # not a URL: HttpParserCallbackError, a 400
+            raw_path, query = parsed.path or b"/", parsed.query or b""
         method = parser.get_method()
         version = parser.get_http_version()
         scope: dict[str, Any] = {

@@ -301,3 +301,14 @@ def test_a_client_that_ends_its_side_after_its_request_is_still_answered(bare):
         conn.shutdown(socket.SHUT_WR)
         answer = read_until_closed(conn)
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b'{"length": 3, "messages": 1}'), answer
+
+
+def test_the_absolute_form_routes_by_its_path_and_a_fragment_is_dropped(bare):
+    seen, port = bare
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        for target in (b"http://registry:8081/subjects/a%2Fb?x=1", b"/subjects/c?y=2#part", b"http://registry"):
+            assert exchange(conn, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200")
+        answer = exchange(conn, b"GET http://[bad HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert [(s["raw_path"], s["path"], s["query_string"]) for s in seen] == [
+        (b"/subjects/a%2Fb", "/subjects/a/b", b"x=1"), (b"/subjects/c", "/subjects/c", b"y=2"), (b"/", "/", b"")]
