@@ -8,6 +8,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,17 +27,26 @@ def listening() -> socket.socket:
     return sock
 
 
-@pytest.fixture
-def served() -> Iterator[tuple[NodeClient, int]]:
-    node = NodeClient(**{"max.request.bytes": "1024"})
+@contextmanager
+def listening_on(app, context: ssl.SSLContext | None = None) -> Iterator[socket.socket]:
+    """`app` served by the listener on a loopback socket (with TLS when given `context`)."""
     sock = listening()
-    listeners = Listeners(node.bridge, [(sock, None)])
+    listeners = Listeners(app, [(sock, context)])
     listeners.start()
     try:
-        yield node, sock.getsockname()[1]
+        yield sock
     finally:
         listeners.close()
         sock.close()
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[NodeClient, int]]:
+    node = NodeClient(**{"max.request.bytes": "1024"})
+    try:
+        with listening_on(node.bridge) as sock:
+            yield node, sock.getsockname()[1]
+    finally:
         node.close()
 
 
@@ -119,23 +129,17 @@ def test_the_client_certificate_reaches_the_app(tmp_path: Path):
     context.load_cert_chain(pki.issue("server").pem_bundle())
     context.load_verify_locations(pki.ca_pem)
     context.verify_mode = ssl.CERT_OPTIONAL
-    sock = listening()
-    listeners = Listeners(app, [(sock, context)])
-    listeners.start()
-    try:
-        client = pki.issue("alice")
-        client_context = ssl.create_default_context(cafile=str(pki.ca_pem))
-        client_context.load_cert_chain(client.cert_pem, client.key_pem())
+    client = pki.issue("alice")
+    client_context = ssl.create_default_context(cafile=str(pki.ca_pem))
+    client_context.load_cert_chain(client.cert_pem, client.key_pem())
+    with listening_on(app, context) as sock:
         with socket.create_connection(sock.getsockname(), timeout=10) as raw:
             with client_context.wrap_socket(raw, server_hostname="localhost") as conn:
                 assert exchange(conn, b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 200")
-        tls = seen[0]["extensions"]["tls"]
-        assert seen[0]["scheme"] == "https" and tls["client_cert_name"] == "CN=alice,O=Registry Tests", tls
-        assert tls["client_cert_chain"][0].startswith("-----BEGIN CERTIFICATE-----")
-        assert tls["tls_version"] in (0x0303, 0x0304)
-    finally:
-        listeners.close()
-        sock.close()
+    tls = seen[0]["extensions"]["tls"]
+    assert seen[0]["scheme"] == "https" and tls["client_cert_name"] == "CN=alice,O=Registry Tests", tls
+    assert tls["client_cert_chain"][0].startswith("-----BEGIN CERTIFICATE-----")
+    assert tls["tls_version"] in (0x0303, 0x0304)
 
 
 @pytest.fixture
@@ -166,14 +170,8 @@ def bare() -> Iterator[tuple[list[dict], int]]:
             await send({"type": "http.response.body", "body": b"ab", "more_body": True})
         await send({"type": "http.response.body", "body": b"cd"})
 
-    sock = listening()
-    listeners = Listeners(app, [(sock, None)])
-    listeners.start()
-    try:
+    with listening_on(app) as sock:
         yield seen, sock.getsockname()[1]
-    finally:
-        listeners.close()
-        sock.close()
 
 
 def read_until_closed(conn: socket.socket) -> bytes:
@@ -281,17 +279,10 @@ def test_a_header_that_would_split_the_answer_is_never_sent():
                     "headers": [(b"x-echo", b"a\r\nset-cookie: evil=1"), (b"content-length", b"2")]})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    sock = listening()
-    listeners = Listeners(app, [(sock, None)])
-    listeners.start()
-    try:
-        with socket.create_connection(sock.getsockname(), timeout=10) as conn:
-            conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            answer = read_until_closed(conn)
-        assert answer.startswith(b"HTTP/1.1 500") and b"evil" not in answer, answer
-    finally:
-        listeners.close()
-        sock.close()
+    with listening_on(app) as sock, socket.create_connection(sock.getsockname(), timeout=10) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = read_until_closed(conn)
+    assert answer.startswith(b"HTTP/1.1 500") and b"evil" not in answer, answer
 
 
 def test_a_client_that_ends_its_side_after_its_request_is_still_answered(bare):
