@@ -60,6 +60,9 @@ _clock = time.perf_counter
 # counting requests needs no routing of its own.
 ENDPOINT_KEY = "registry.endpoint"
 _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
+# The methods whose answers the read memo keeps (`read_memo.METHODS`), as the listener
+# hands them to `answer_at_once`.
+_KEPT_METHODS = {name.encode(): name for name in read_memo.METHODS}
 # The environ key holding when the request came in (time.monotonic()): every wait it
 # causes (an election, forwarding) counts from then.
 RECEIVED = "registry.received"
@@ -166,17 +169,12 @@ class AsgiBridge:
         if scope["type"] != "http":
             return
         raw_path = scope.get("raw_path")
-        if (self._plain_lane and raw_path is not None and raw_path.startswith(_RAW_PREFIX)
-                and (digits := raw_path[_RAW_PREFIX_LENGTH:]).isdigit()
-                and scope["method"] == "GET" and not scope["query_string"]):
-            # The id path's own lane, ahead of everything else: the read every consumer
-            # makes, answered with as little work as it needs (in process 13.7 -> about
-            # 5 us a request; bench/read_throughput.py --calls). It answers only what the
-            # whole way in would answer from the same memo (`plain_answer` says which);
-            # anything else falls through to it unchanged. Its own names are bound in
-            # advance: each lookup saved is a tenth of a microsecond on every read.
+        if self._plain_lane and raw_path is not None and scope["method"] == "GET":
+            # The id path's own lane, ahead of everything else (`_plain_read`), for a read
+            # the listener did not answer at once (`answer_at_once`): one pipelined behind
+            # another, say.
             started = _clock()
-            answer = self._fast_path.plain_answer(digits, scope["headers"], self._max_header_bytes)
+            answer = self._plain_read(raw_path, scope["query_string"], scope["headers"])
             if answer is not None:
                 await send({"type": "http.response.start", "status": 200, "headers": answer[2]})
                 await send({"type": "http.response.body", "body": answer[1]})
@@ -206,6 +204,61 @@ class AsgiBridge:
                 door.stats.observe(exchange.endpoint, scope["method"], exchange.status, time.perf_counter() - started)
             if door.audit is not None and exchange.route is not None:
                 self._audit(scope, exchange)
+
+    def answer_at_once(self, method: bytes, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]],
+                       body: bytes) -> tuple[bytes, bytes] | None:
+        """The whole answer, as (head, body), to a request read whole (its `body` as the
+        head framed it) when it is one this node keeps ready: a GET the id lane answers
+        (`_plain_read`), or a GET or a lookup's POST whose answer is kept at the current
+        log position (`ReadMemo`). Else None, and the request takes the way through
+        `__call__`, which would give the same answer from the same memo. With
+        authentication on, always None: the guard's way in needs the event loop. The
+        listener asks it before anything else (`Listeners(at_once=...)`): no task, no
+        ASGI messages, one write. Never blocks."""
+        if not self._plain_lane:
+            return None
+        started = _clock()
+        stats = self._stats
+        if method == b"GET":
+            answer = self._plain_read(raw_path, query, headers)
+            if answer is not None:
+                if stats is not None:
+                    stats.observe_lane(_clock() - started)
+                return answer[3], answer[1]
+        name = _KEPT_METHODS.get(method)
+        memo = self._memo
+        if (name is None or memo is None or len(raw_path) + len(query) > self._limits.max_target_bytes
+                or len(body) > self._limits.max_request_bytes):
+            return None
+        path = raw_path.decode("latin-1")
+        if path[:1] != "/" or path[1:2] == "/" or (len(path) > 1 and path[-1] == "/"):
+            return None  # refused or made plain first, by `_serve`
+        facts = _HeaderFacts(headers)
+        if facts.size > self._max_header_bytes:
+            return None
+        content_type = facts.negotiated()
+        if content_type is None:
+            return None
+        # Kept only if Flask answered it 200 at this position: a read, or a lookup (a POST
+        # to any other route is never kept, `ReadMemo.keep`).
+        kept = memo.get(memo.key(name, path, query, body, content_type, None))
+        if kept is None:
+            return None
+        if stats is not None:
+            stats.observe(kept.endpoint, name, 200, _clock() - started)
+        return kept.head, kept.body
+
+    def _plain_read(self, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]]
+                    ) -> fast_path_module.Answer | None:
+        """The id path's own lane, for a GET when authentication is off: the read every
+        consumer makes, answered with as little work as it needs (in process 13.7 ->
+        about 5 us a request; bench/read_throughput.py --calls). It answers only what the
+        whole way in would answer from the same memo (`plain_answer` says which);
+        anything else falls through to it unchanged. Its own names are bound in
+        advance: each lookup saved is a tenth of a microsecond on every read."""
+        if query or not raw_path.startswith(_RAW_PREFIX) or not (digits := raw_path[_RAW_PREFIX_LENGTH:]).isdigit():
+            return None
+        return self._fast_path.plain_answer(digits, headers, self._max_header_bytes)
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any, held: list[int],
                      exchange: _Exchange) -> None:

@@ -4,7 +4,7 @@ It is the read every consumer makes, and Flask's per-request machinery costs sev
 times the lookup itself. The body is built by the same function the Flask view uses
 (`bodies.schema_body`) and memoised per id; the memo entry is reused only while the
 cache still holds the very same `StoredSchema`, so a hard delete is seen at once. The
-memo holds one body per id read (about the size of the body: 0.6 KiB for a 370-byte
+memo holds one answer per id read (about the size of the body: 0.6 KiB for a 370-byte
 Avro record), bounded by the ids the log has held.
 Anything else (not ready, unknown id, other paths, query strings) goes to Flask
 unchanged, so errors keep one way out. Never blocks.
@@ -17,6 +17,7 @@ import orjson
 
 from registry.http.bodies import schema_body
 from registry.http.negotiation import V1_JSON, answers_default, response_type
+from registry.http.wire import ok_head
 from registry.service import RegistryService
 from store.cache import Cache
 
@@ -31,6 +32,10 @@ _ZERO = ord("0")
 # is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
 ENDPOINT = "schemas.get_schema"
 ARGUMENT = "schema_id_text"
+# Per id: the stored schema the answer was built from, the body, the response headers
+# (their Content-Length) and the whole head on the wire (`wire.ok_head`, for the
+# listener's answers at once), so an answer repeats no work.
+Answer = tuple[object, bytes, list[tuple[bytes, bytes]], bytes]
 
 
 class SchemaByIdFastPath:
@@ -38,17 +43,19 @@ class SchemaByIdFastPath:
         self._service = service
         self._ready = ready
         self._cache = cache
-        # Per id: the stored schema the body was built from, the body, and the response
-        # headers (their Content-Length), so an answer repeats no work.
-        self._memo: dict[int, tuple[object, bytes, list[tuple[bytes, bytes]]]] = {}
+        self._memo: dict[int, Answer] = {}
         # The plain read's answers (`_memo`'s entries) by the id's digits as sent, once the
         # node is ready (it stays so): a read answered from here is a dict hit, where
         # checking readiness and the cache's entry for the id cost four calls. An id's
         # content never changes while the cache has it; when an id goes, the cache's
         # `id_removals` moves and every answer is dropped (`plain_answer`). Bounded as
         # `_memo` is, by the ids the log has held.
-        self._answers: dict[bytes, tuple[object, bytes, list[tuple[bytes, bytes]]]] = {}
+        self._answers: dict[bytes, Answer] = {}
         self._removals_seen = cache.id_removals
+        # The headers and the head of an answer depend on its body's length alone: one
+        # pair per length, shared by the answers of that length. 50 ids of 470-byte
+        # bodies held 707 bytes each so, 788 with a headers list each and no head.
+        self._framing: dict[int, tuple[list[tuple[bytes, bytes]], bytes]] = {}
 
     def answer(self, method: str, path: str, query: bytes,
                headers: Iterable[tuple[bytes, bytes]] = ()) -> bytes | None:
@@ -75,8 +82,8 @@ class SchemaByIdFastPath:
         return digits
 
     def plain_answer(self, digits: bytes, headers: Iterable[tuple[bytes, bytes]],
-                     max_header_bytes: int) -> tuple[object, bytes, list[tuple[bytes, bytes]]] | None:
-        """The response, as (the stored schema, body, headers), to a `GET` of
+                     max_header_bytes: int) -> Answer | None:
+        """The response, as (the stored schema, body, headers, head), to a `GET` of
         `/schemas/ids/` + `digits` with no query string, which the bridge sends here when
         `digits` is all ASCII digits (bytes.isdigit() knows no others), when it is the
         plainest fast-path request there is: at most 10 digits, no Accept header asking
@@ -121,7 +128,7 @@ class SchemaByIdFastPath:
         entry = self._entry(int(digits))
         return None if entry is None else (entry[2], entry[1])
 
-    def _entry(self, schema_id: int) -> tuple[object, bytes, list[tuple[bytes, bytes]]] | None:
+    def _entry(self, schema_id: int) -> Answer | None:
         if not self._ready():
             return None
         stored = self._service.cached_schema(schema_id)
@@ -134,6 +141,10 @@ class SchemaByIdFastPath:
         # A copy: orjson hands back its 4 KiB write buffer as the bytes object, and a
         # memo of those held 4 KiB per id read (43 MiB over 10k ids; issue 17).
         body = bytes(memoryview(orjson.dumps(schema_body(stored))))
-        entry = (stored, body, [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))])
+        framing = self._framing.get(len(body))
+        if framing is None:
+            headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))]
+            framing = self._framing[len(body)] = (headers, ok_head(headers, len(body)))
+        entry = (stored, body, *framing)
         self._memo[schema_id] = entry
         return entry

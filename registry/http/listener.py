@@ -40,7 +40,7 @@ import logging
 import socket
 import ssl
 import threading
-from http import HTTPStatus
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -49,10 +49,12 @@ import orjson
 import uvloop
 
 from registry.http.security.certificates import subject_of
+from registry.http.wire import FRAMING, header_lines, status_line
 
 log = logging.getLogger(__name__)
 
 App = Any
+AtOnce = Callable[[bytes, bytes, bytes, list[tuple[bytes, bytes]], bytes], tuple[bytes, bytes] | None]
 # As granian's buffer was: large enough that over-long targets and headers reach the
 # bridge, which answers 414/431 with Confluent's body; past it, 431 here.
 _MAX_HEAD_BYTES = 1024 * 1024
@@ -75,10 +77,22 @@ _ERROR_HEADERS = [(b"content-type", b"application/vnd.schemaregistry.v1+json")]
 
 class Listeners:
     """Serves `app` on already bound `sockets` (each with its TLS context, or None for
-    plain http) from one event loop on a daemon thread. Thread-safe start/close."""
+    plain http) from one event loop on a daemon thread. Thread-safe start/close.
 
-    def __init__(self, app: App, sockets: list[tuple[socket.socket, ssl.SSLContext | None]]) -> None:
+    `at_once`, if given, is asked first about each GET and POST that can be answered
+    the moment it has been read: HTTP/1.1, its body (if any) framed by a Content-Length
+    and come whole with its head, nothing ahead of it on the connection, the connection
+    staying open, no 100-continue or upgrade asked. Called with the method, the raw
+    path, the query, the headers and the body, it returns the whole answer as (head,
+    body), a 200 whose head frames the body (`registry.http.wire.ok_head`), or None, and
+    the request goes to `app` as any other. It runs on the event loop and must never
+    block. The registry answers the hot reads it keeps ready this way
+    (`AsgiBridge.answer_at_once`): no task, no ASGI messages, one write."""
+
+    def __init__(self, app: App, sockets: list[tuple[socket.socket, ssl.SSLContext | None]],
+                 at_once: AtOnce | None = None) -> None:
         self._app = app
+        self.at_once = at_once
         self._sockets = sockets
         self._loop = uvloop.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="listeners", daemon=True)
@@ -249,15 +263,9 @@ class _Exchange:
         start = self.start
         assert start is not None
         status = start["status"]
-        parts = [_STATUS_LINES.get(status) or b"HTTP/1.1 %d \r\n" % status]
-        framed = False
-        for name, value in start.get("headers", ()):
-            if not framed:
-                lowered = name.lower()
-                framed = lowered == b"content-length" or lowered == b"transfer-encoding"
-            if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
-                raise ValueError(f"a header that would split the answer: {name!r}")  # a 500, never sent
-            parts += (name, b": ", value, b"\r\n")
+        headers = start.get("headers", ())
+        parts = [status_line(status), *header_lines(headers)]  # ValueError: a 500, never sent
+        framed = any(name.lower() in FRAMING for name, _ in headers)
         keep = self.keep_alive and self.complete and not self.connection.refused
         if not framed and status >= 200 and status != 204 and status != 304:
             if not more:
@@ -291,6 +299,11 @@ class _Connection(asyncio.Protocol):
         self._url = b""  # of the request whose head is being read; empty between heads
         self._headers: list[tuple[bytes, bytes]] = []
         self._expect: bytes | None = None
+        self._plain = True  # of the head being read: no chunked body, 100-continue or upgrade asked
+        self._at_once = listeners.at_once
+        # A request `at_once` may answer (`Listeners`), from its head to its end, if that
+        # comes in the same read: method, raw path, query, headers, the body so far.
+        self._quick: tuple[bytes, bytes, bytes, list[tuple[bytes, bytes]], list[bytes]] | None = None
         self._head_bytes = 0
         self._too_large = False  # the head went past a limit (431)
         self._incoming: _Exchange | None = None  # the request whose body is being read
@@ -338,6 +351,9 @@ class _Connection(asyncio.Protocol):
             return
         try:
             self._parser.feed_data(data)
+            if self._quick is not None:  # its body goes on past this read: the app reads the rest
+                quick, self._quick = self._quick, None
+                self._admit_quick(quick)
         except httptools.HttpParserUpgrade:
             # An upgrade (or CONNECT) is not served: its request is answered, then the
             # connection closes (what follows the head is not HTTP).
@@ -392,12 +408,13 @@ class _Connection(asyncio.Protocol):
             self._too_large = True
             raise _Overflow  # ends the parse: feed_data raises HttpParserCallbackError
         name = name.lower()
-        if name == b"expect":
-            self._expect = value
+        if name in _NOT_PLAIN:
+            self._plain = False
+            if name == b"expect":
+                self._expect = value
         self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        self.waiting_since = None
         if len(self._queue) > _MAX_PIPELINED:
             raise _Overflow  # those read so far are answered, then the connection closes
         parser = self._parser
@@ -412,20 +429,37 @@ class _Connection(asyncio.Protocol):
             raw_path, query = parsed.path or b"/", parsed.query or b""
         method = parser.get_method()
         version = parser.get_http_version()
+        headers = self._headers
+        self._headers = []
+        expect = self._expect
+        self._expect = None
+        plain = self._plain
+        self._plain = True
+        keep_alive = parser.should_keep_alive()
+        if (plain and (method == b"GET" or method == b"POST") and self._at_once is not None and not self._queue
+                and keep_alive and version == "1.1" and (self.drained is None or self.drained.done())):
+            # Nothing ahead of it to answer, room to write: asked once its body is read
+            # (`on_message_complete`), unless that takes more than this read (`data_received`).
+            self._quick = (method, raw_path, query, headers, [])
+            return
+        self._admit(method, version, raw_path, query, headers, keep_alive, expect)
+
+    def _admit(self, method: bytes, version: str, raw_path: bytes, query: bytes,
+               headers: list[tuple[bytes, bytes]], keep_alive: bool, expect: bytes | None) -> None:
+        """Queue the request for the app, and start answering if nothing is under way."""
+        self.waiting_since = None
         scope: dict[str, Any] = {
             "type": "http", "asgi": _ASGI, "http_version": version,
             "method": _METHODS.get(method) or method.decode("ascii"),
             "scheme": "https" if self._tls_on else "http",
             "path": unquote(raw_path.decode("latin-1")) if b"%" in raw_path else raw_path.decode("latin-1"),
             "raw_path": raw_path, "query_string": query,
-            "root_path": "", "headers": self._headers, "client": self._client, "server": self._server,
+            "root_path": "", "headers": headers, "client": self._client, "server": self._server,
         }
         if self._tls is not None:
             scope["extensions"] = {"tls": self._tls}
-        self._headers = []
-        expects = self._expect is not None and version == "1.1" and self._expect.lower() == b"100-continue"
-        self._expect = None
-        exchange = _Exchange(self, scope, parser.should_keep_alive(), expects)
+        expects = expect is not None and version == "1.1" and expect.lower() == b"100-continue"
+        exchange = _Exchange(self, scope, keep_alive, expects)
         self._incoming = exchange
         queue = self._queue
         queue.append(exchange)
@@ -436,6 +470,9 @@ class _Connection(asyncio.Protocol):
             self.loop.create_task(self._serve())
 
     def on_body(self, body: bytes) -> None:
+        if self._quick is not None:
+            self._quick[4].append(body)
+            return
         exchange = self._incoming
         if exchange is None:
             return
@@ -447,6 +484,14 @@ class _Connection(asyncio.Protocol):
             self._pause()
 
     def on_message_complete(self) -> None:
+        quick = self._quick
+        if quick is not None:
+            self._quick = None
+            method, raw_path, query, headers, chunks = quick
+            body = b"".join(chunks) if len(chunks) != 1 else chunks[0]
+            if self._answered_at_once(method, raw_path, query, headers, body):
+                return
+            self._admit_quick(quick)
         exchange = self._incoming
         if exchange is None:
             return
@@ -456,6 +501,33 @@ class _Connection(asyncio.Protocol):
             exchange.wake()
 
     # serving
+
+    def _admit_quick(self, quick: tuple[bytes, bytes, bytes, list[tuple[bytes, bytes]], list[bytes]]) -> None:
+        """Hand a request `at_once` did not answer to the app, with its body so far."""
+        method, raw_path, query, headers, chunks = quick
+        self._admit(method, "1.1", raw_path, query, headers, True, None)
+        exchange = self._incoming
+        assert exchange is not None
+        exchange.chunks = chunks
+        exchange.buffered = sum(map(len, chunks))
+        if exchange.buffered > _BUFFER_BYTES:
+            self._pause()
+
+    def _answered_at_once(self, method: bytes, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]],
+                          body: bytes) -> bool:
+        """Whether the app's `at_once` answered the request (written here, whole)."""
+        assert self._at_once is not None
+        try:
+            answer = self._at_once(method, raw_path, query, headers, body)
+        except Exception:  # a bug of ours: the way through the app answers (a 500 at worst)
+            log.exception("error answering %s %r at once", method, raw_path)
+            return False
+        if answer is None:
+            return False
+        head, body = answer
+        self.write(head + body)  # one write: one segment for a small answer
+        self.waiting_since = self.loop.time()
+        return True
 
     def write(self, data: bytes) -> None:
         if self._transport is not None:
@@ -560,7 +632,7 @@ class _Connection(asyncio.Protocol):
             return  # the one under way is answered; the connection then closes
         body = orjson.dumps({"error_code": status, "message": message})
         self._transport.write(b"".join([
-            _STATUS_LINES.get(status, b"HTTP/1.1 %d \r\n" % status),
+            status_line(status),
             b"content-type: application/vnd.schemaregistry.v1+json\r\n",
             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body), body]))
         self.finish()
@@ -573,8 +645,10 @@ async def _answer_error(send: Any, status: int, code: int, message: str) -> None
     await send({"type": "http.response.body", "body": body})
 
 
-_STATUS_LINES = {status.value: b"HTTP/1.1 %d %s\r\n" % (status.value, status.phrase.encode("ascii"))
-                 for status in HTTPStatus}
+# Header fields that take a request off the way of answers at once (`_Connection._quick`):
+# a chunked body, a client waiting to be told to send its body, or an upgrade (whose
+# request is answered, then the connection closes).
+_NOT_PLAIN = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 _METHODS = {method.encode("ascii"): method for method in ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS")}
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 

@@ -24,6 +24,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
+from registry.http.wire import ok_head
+
 # Flask endpoints whose 200 answers depend on the request and the applied log alone.
 HOT = frozenset({
     "subjects.list_subjects", "subjects.list_versions", "subjects.get_version", "subjects.get_version_schema",
@@ -45,6 +47,7 @@ class KeptAnswer:
     headers: list[tuple[bytes, bytes]]
     body: bytes
     size: int
+    head: bytes  # the whole head on the wire (`wire.ok_head`), for the listener's answers at once
 
 
 class ReadMemo:
@@ -92,9 +95,12 @@ class ReadMemo:
         """Keep Flask's 200 answer to `key`, computed at `position` (read before Flask ran:
         an answer that already saw a later record is then only ever served at the
         earlier position, which has passed by the time anyone waits on that record)."""
-        # Weighed with its key: the path, the query and the request body it holds.
-        size = len(body) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2]) + len(key[3])  # type: ignore[index]
-        if endpoint not in HOT or size > _MAX_ENTRY_BYTES or size > self._max_bytes:
+        if endpoint not in HOT:
+            return
+        head = ok_head(headers, len(body))
+        # Weighed with its key (the path, the query and the request body it holds) and head.
+        size = len(body) + len(head) + _ENTRY_OVERHEAD + len(key[1]) + len(key[2]) + len(key[3])  # type: ignore[index]
+        if size > _MAX_ENTRY_BYTES or size > self._max_bytes:
             return
         # A copy: orjson's bytes keep its 4 KiB write buffer, whatever their length, and
         # what is kept must weigh what it is counted at.
@@ -104,7 +110,7 @@ class ReadMemo:
             replaced = kept.pop(key, None)
             if replaced is not None:
                 self._bytes -= replaced.size
-            kept[key] = KeptAnswer(position, endpoint, headers, body, size)
+            kept[key] = KeptAnswer(position, endpoint, headers, body, size, head)
             self._bytes += size
             while self._bytes > self._max_bytes:
                 self._bytes -= kept.popitem(last=False)[1].size

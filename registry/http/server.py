@@ -264,7 +264,8 @@ def build(settings: Settings, sockets: list[tuple[Listener, socket.socket]] = ()
         log.error("cannot start: %s", exc)
         node.close()
         raise SystemExit(2) from None
-    listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets])
+    listeners = Listeners(bridge, [(sock, contexts[item.scheme]) for item, sock in sockets],
+                          at_once=bridge.answer_at_once)
     listeners.start()
 
     def close() -> None:

@@ -3,6 +3,7 @@ process, in front of the node's real ASGI bridge: keep-alive, HEAD, 100-continue
 early refusals, malformed requests and the client certificate it hands the app."""
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import ssl
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from registry.http.listener import Listeners
+from registry.http.listener import AtOnce, Listeners
+from registry.http.wire import ok_head
 from tests.asgi_client import NodeClient
 from tests.pki import Pki
 
@@ -28,10 +30,12 @@ def listening() -> socket.socket:
 
 
 @contextmanager
-def listening_on(app, context: ssl.SSLContext | None = None) -> Iterator[socket.socket]:
-    """`app` served by the listener on a loopback socket (with TLS when given `context`)."""
+def listening_on(app, context: ssl.SSLContext | None = None, at_once: AtOnce | None = None
+                 ) -> Iterator[socket.socket]:
+    """`app` served by the listener on a loopback socket (with TLS when given `context`),
+    asking `at_once` first as the registry's listeners ask the bridge's."""
     sock = listening()
-    listeners = Listeners(app, [(sock, context)])
+    listeners = Listeners(app, [(sock, context)], at_once=at_once)
     listeners.start()
     try:
         yield sock
@@ -44,7 +48,7 @@ def listening_on(app, context: ssl.SSLContext | None = None) -> Iterator[socket.
 def served() -> Iterator[tuple[NodeClient, int]]:
     node = NodeClient(**{"max.request.bytes": "1024"})
     try:
-        with listening_on(node.bridge) as sock:
+        with listening_on(node.bridge, at_once=node.bridge.answer_at_once) as sock:
             yield node, sock.getsockname()[1]
     finally:
         node.close()
@@ -303,3 +307,161 @@ def test_the_absolute_form_routes_by_its_path_and_a_fragment_is_dropped(bare):
         assert answer.startswith(b"HTTP/1.1 400"), answer
     assert [(s["raw_path"], s["path"], s["query_string"]) for s in seen] == [
         (b"/subjects/a%2Fb", "/subjects/a/b", b"x=1"), (b"/subjects/c", "/subjects/c", b"y=2"), (b"/", "/", b"")]
+
+
+class _ReadyOrNot:
+    """A bare ASGI app answering `app <path>` and the body it read (after 0.3 s for
+    `/slow`), and an `at_once` for it that answers `/ready` itself, fails on `/broken`
+    and leaves the rest to the app; each records what it was given."""
+
+    def __init__(self) -> None:
+        self.app_paths: list[str] = []
+        self.asked: list[bytes] = []
+        self.begun = 0  # requests the app began to answer
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.begun += 1
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["path"] == "/slow":
+            await asyncio.sleep(0.3)
+        self.app_paths.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"app " + scope["path"].encode() + (b" " + body if body else b"")})
+
+    def at_once(self, method: bytes, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]],
+                body: bytes) -> tuple[bytes, bytes] | None:
+        self.asked.append(method + b" " + raw_path + (b" " + body if body else b""))
+        if raw_path == b"/broken":
+            raise RuntimeError("a bug in at_once")
+        if raw_path != b"/ready":
+            return None
+        return ok_head([(b"content-type", b"text/plain")], 7), b"at once"
+
+
+def body_of(answer: bytes) -> bytes:
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+    return answer.partition(b"\r\n\r\n")[2]
+
+
+def test_a_request_read_whole_is_answered_at_once_and_every_other_by_the_app():
+    app = _ReadyOrNot()
+    with listening_on(app, at_once=app.at_once) as sock:
+        with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+            def ask(request: bytes) -> bytes:
+                return body_of(exchange(conn, request))
+
+            assert ask(b"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n") == b"at once"
+            assert ask(b"POST /ready HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello") == b"at once"
+            assert ask(b"GET /other?q=1 HTTP/1.1\r\nHost: x\r\n\r\n") == b"app /other"
+            assert ask(b"GET /broken HTTP/1.1\r\nHost: x\r\n\r\n") == b"app /broken"
+            # Not asked: a body in chunks, a client waiting for 100-continue, other methods.
+            assert ask(b"POST /ready HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"2\r\nab\r\n0\r\n\r\n") == b"app /ready ab"
+            conn.sendall(b"POST /ready HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+            assert conn.recv(1024).startswith(b"HTTP/1.1 100")
+            assert ask(b"cd") == b"app /ready cd"
+            assert ask(b"PUT /ready HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n") == b"app /ready"
+            head = exchange(conn, b"HEAD /ready HTTP/1.1\r\nHost: x\r\n\r\n", head_only=True)
+            assert head.startswith(b"HTTP/1.1 200") and head.endswith(b"\r\n\r\n"), head
+            # Asked, but a body that goes on past the read holding its head goes to the app whole.
+            begun = app.begun
+            conn.sendall(b"POST /ready HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nabc")
+            deadline = time.monotonic() + 10
+            while app.begun == begun:  # the rest is sent only once the app has the request
+                assert time.monotonic() < deadline, "the app never got the request"
+                time.sleep(0.01)
+            assert ask(b"def") == b"app /ready abcdef"
+            assert ask(b"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n") == b"at once", "still open"
+            conn.sendall(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n")
+            upgraded = read_until_closed(conn)
+            assert upgraded.endswith(b"app /ready") and b"connection: close" in upgraded.lower(), upgraded
+        # Nor a connection closing after it, nor HTTP/1.0: the app frames those answers.
+        for request in (b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", b"GET /ready HTTP/1.0\r\n\r\n"):
+            with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+                conn.sendall(request)
+                answer = read_until_closed(conn)
+                assert answer.endswith(b"app /ready") and b"connection: close" in answer.lower(), answer
+    assert app.asked == [b"GET /ready", b"POST /ready hello", b"GET /other", b"GET /broken", b"GET /ready"], (
+        "asked only about requests read whole with their heads")
+    assert app.app_paths == ["/other", "/broken"] + ["/ready"] * 8
+
+
+def test_a_get_behind_one_under_way_waits_its_turn():
+    app = _ReadyOrNot()
+    with listening_on(app, at_once=app.at_once) as sock, socket.create_connection(sock.getsockname(), timeout=10) as conn:
+        conn.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /ready HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while data.count(b"HTTP/1.1 200") < 2 or not data.endswith(b"app /ready"):
+            chunk = conn.recv(65536)
+            assert chunk, data
+            data += chunk
+        assert data.index(b"app /slow") < data.index(b"app /ready"), data
+    assert app.asked == [b"GET /slow"], "the second was queued behind the first, so the app answered it"
+
+
+def test_a_connection_answered_at_once_is_kept_while_in_use_and_closed_when_idle(monkeypatch):
+    from registry.http import listener
+
+    monkeypatch.setattr(listener, "_IDLE_TIMEOUT", 0.5)
+    app = _ReadyOrNot()
+    with listening_on(app, at_once=app.at_once) as sock, socket.create_connection(sock.getsockname(), timeout=10) as conn:
+        began = time.monotonic()
+        while time.monotonic() - began < 2.5:  # well past the timeout, never idle that long
+            assert body_of(exchange(conn, b"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n")) == b"at once"
+            time.sleep(0.1)
+        quiet = time.monotonic()
+        assert read_until_closed(conn) == b""
+        assert time.monotonic() - quiet < 5, "closed by the sweep once idle"
+    assert not app.app_paths
+
+
+def test_the_registrys_answers_at_once_are_its_own(served):
+    node, port = served
+    given: list[bytes] = []
+    answer_at_once = node.bridge.answer_at_once
+
+    def recording(method: bytes, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]],
+                  body: bytes) -> tuple[bytes, bytes] | None:
+        answer = answer_at_once(method, raw_path, query, headers, body)
+        if answer is not None:
+            given.append(method + b" " + raw_path + (b"?" + query if query else b""))
+        return answer
+
+    assert node.post("/subjects/k/versions", {"schema": SCHEMA}).status == 200
+    lookup = json.dumps({"schema": SCHEMA}).encode()
+    requests = [(b"GET", target, b"") for target in (b"/schemas/ids/1", b"/subjects", b"/subjects/k/versions/latest",
+                                                      b"/config", b"/subjects/k/versions?x=1")]
+    requests += [(b"POST", b"/subjects/k", lookup), (b"POST", b"/subjects/k/versions", lookup)]
+    with listening_on(node.bridge, at_once=recording) as sock:
+        for method, target, body in requests:
+            framing = b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body) if body else b""
+            # HTTP/1.0 is never answered at once: the whole way in, Flask where nothing is kept.
+            with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+                conn.sendall(method + b" " + target + b" HTTP/1.0\r\n" + framing + b"\r\n" + body)
+                reference = read_until_closed(conn)
+            with socket.create_connection(sock.getsockname(), timeout=10) as conn:
+                request = method + b" " + target + b" HTTP/1.1\r\nHost: x\r\n" + framing + b"\r\n" + body
+                answers = [exchange(conn, request) for _ in range(2)]
+            if target == b"/subjects/k/versions":
+                assert not given[-1].endswith(target), "a registration is never answered at once"
+            else:
+                assert given[-1] == method + b" " + target, f"{target!r} was answered at once (kept since its first answer)"
+            for answer in answers:
+                head, _, answered = answer.partition(b"\r\n\r\n")
+                ref_head, _, ref_body = reference.partition(b"\r\n\r\n")
+                assert answered == ref_body and head.startswith(b"HTTP/1.1 200 OK\r\n"), (target, answer, reference)
+                assert _header(head, b"content-type") == _header(ref_head, b"content-type")
+                assert _header(head, b"content-length") == b"%d" % len(answered)
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == name:
+            return value.strip()
+    return None

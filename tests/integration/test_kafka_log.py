@@ -135,7 +135,8 @@ class Api:
     """The node's HTTP front end, driven in-process (tests/asgi_client.py)."""
 
     def __init__(self, node: Node) -> None:
-        self.client = AsgiClient(build_asgi(node))
+        bridge = build_asgi(node)
+        self.client = AsgiClient(bridge, bridge.answer_at_once)
 
     def get(self, path: str) -> tuple[int, Any]:
         response = self.client.get(path)
