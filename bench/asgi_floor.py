@@ -1,10 +1,12 @@
 """Serve a bare ASGI app as the registry serves its own: `registry.http.listener`.
 
-    python bench/asgi_floor.py MODULE:ATTRIBUTE PORT    (MODULE from the working directory)
+    python bench/asgi_floor.py MODULE:ATTRIBUTE PORT [AT_ONCE]    (MODULE from the working directory)
 
 The benches' floors (`read_throughput.py`, `register_latency.py`) run their bare apps
 through it, on 127.0.0.1, so that a floor costs what the registry's HTTP layer costs
-and nothing of the registry's own. Runs until SIGTERM or SIGINT.
+and nothing of the registry's own. With AT_ONCE, the module's attribute of that name is
+the listener's `at_once` (`Listeners`), as the registry answers the reads it keeps
+ready. Runs until SIGTERM or SIGINT.
 """
 from __future__ import annotations
 
@@ -24,8 +26,10 @@ from registry.http.listener import Listeners  # noqa: E402
 
 def main() -> None:
     target, port = sys.argv[1], int(sys.argv[2])
-    module, _, attribute = target.partition(":")
-    app = getattr(importlib.import_module(module), attribute)
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name)
+    app = getattr(module, attribute)
+    at_once = getattr(module, sys.argv[3]) if len(sys.argv) > 3 else None
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
@@ -33,7 +37,7 @@ def main() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    listeners = Listeners(app, [(sock, None)])
+    listeners = Listeners(app, [(sock, None)], at_once=at_once)
     listeners.start()
     try:
         stop.wait()

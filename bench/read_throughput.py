@@ -4,7 +4,9 @@ Issue 2's measure: 1,000 schemas, 100 concurrent connections, an independent loa
 (wrk) on this same machine; median req/s and p99 over several runs. In the same run,
 the reference: a bare ASGI callable on the same server (`registry.http.listener`, its
 HTTP/1.1 on uvloop, through `bench/asgi_floor.py`) returning a constant body of the
-same size, i.e. the ceiling for any Python app on this server here. Also shown: a read
+same size, i.e. the ceiling for any Python app on this server here. `--calls` adds a
+second floor: the same constant answer given at once (`Listeners(at_once=...)`), as
+the registry gives the reads it keeps ready, without ASGI. Also shown: a read
 that goes through Flask's routing (`GET /subjects/{s}/versions/latest`), which the id
 fast path does not cover.
 Confluent's published figure for the same test on 2 CPUs (Apicurio issue #9887) is
@@ -65,6 +67,9 @@ HEADERS = [(b"content-type", b"application/vnd.schemaregistry.v1+json"), (b"cont
 async def app(scope, receive, send):
     await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
     await send({"type": "http.response.body", "body": BODY})
+HEAD = b"HTTP/1.1 200 OK\\r\\n" + b"".join(b"%s: %s\\r\\n" % pair for pair in HEADERS) + b"\\r\\n"
+def at_once(method, raw_path, query, headers, body):
+    return HEAD, BODY
 '''.replace("PADDING", str(ID_BODY_BYTES - len('{"schema":""}')))
 LATEST_LUA = """
 counter = 0
@@ -187,17 +192,22 @@ def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> 
         scripts.append((label, script))
     (work / "ceiling_app.py").write_text(CEILING_APP)
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    names = ["floor: bare ASGI app, our listener", "ours"] + (["before"] if before else [])
+    # The second floor answers every request at once (`Listeners(at_once=...)`), as the
+    # registry answers the reads it keeps ready: what is left of ours over it is the
+    # registry's own work. The ratios are against the first, a bare ASGI app (issue 17's).
+    names = ["floor: bare ASGI app, our listener", "floor: bare answer at once", "ours"] + (["before"] if before else [])
     try:
         with contextlib.ExitStack() as stack:
-            port = free_port()
-            floor = subprocess.Popen(asgi_floor_command("ceiling_app:app", port),
-                                     cwd=work, start_new_session=True, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-            stack.callback(lambda: (os.killpg(floor.pid, signal.SIGKILL), floor.wait()))
-            urls = [f"http://127.0.0.1:{port}"]
+            urls = []
+            for at_once in (None, "at_once"):
+                port = free_port()
+                floor = subprocess.Popen(asgi_floor_command("ceiling_app:app", port, at_once),
+                                         cwd=work, start_new_session=True, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+                stack.callback(lambda floor=floor: (os.killpg(floor.pid, signal.SIGKILL), floor.wait()))
+                urls.append(f"http://127.0.0.1:{port}")
             env = {"SCHEMA_REGISTRY_SERVER_THREADS": "32"}
-            for name in names[1:]:
+            for name in names[2:]:
                 data = work / f"data-{name}"
                 data.mkdir()
                 prefill(data, 1000)
@@ -205,14 +215,15 @@ def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> 
                 url, _ = stack.enter_context(registry(data, env, cli=cli))
                 urls.append(url)
             deadline = time.monotonic() + 20
-            while True:
-                try:
-                    urllib.request.urlopen(urls[0] + "/", timeout=1).read()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            for url in urls[:2]:
+                while True:
+                    try:
+                        urllib.request.urlopen(url + "/", timeout=1).read()
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.05)
             for label, script in scripts:
                 for url in urls:
                     wrk(url, 2, script)  # warm-up
@@ -224,16 +235,18 @@ def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> 
     print(f"\nHot calls: 1,000 schemas, wrk -t2 -c100, {runs} x {duration}s round-robin, median (runs)")
     print("vs floor: against the bare ASGI app measured in the same rounds as the call; vs id: that ratio "
           "over the id path's own (the machine's noise divides out)")
-    print("paired: the median over rounds of the call's req/s over the floor's in that round")
-    print(f"{'call':48} {'server':32} {'req/s':>8} {'p99 ms':>8} {'vs floor':>9} {'vs id':>6} {'paired':>7}  runs")
+    print("paired: the median over rounds of the call's req/s over the floor's in that round; "
+          "vs at once: the same over the floor answering at once")
+    print(f"{'call':48} {'server':32} {'req/s':>8} {'p99 ms':>8} {'vs floor':>9} {'vs id':>6} {'paired':>7} "
+          f"{'vs at once':>10}  runs")
 
     def median_rps(name: str, label: str) -> float:
         return statistics.median(r[0] for r in results[(name, label)])
 
-    def paired(name: str, label: str) -> float:
+    def paired(name: str, label: str, floor: str = names[0]) -> float:
         """The median over rounds of this server's req/s over the floor's in the same round:
         the machine's drift between rounds divides out."""
-        return statistics.median(a[0] / b[0] for a, b in zip(results[(name, label)], results[(names[0], label)]))
+        return statistics.median(a[0] / b[0] for a, b in zip(results[(name, label)], results[(floor, label)]))
 
     id_ratio = median_rps("ours", HOT_CALLS[0][0]) / median_rps(names[0], HOT_CALLS[0][0])
     for label, _ in scripts:
@@ -242,7 +255,7 @@ def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> 
             each = results[(name, label)]
             rps, p99 = statistics.median(r[0] for r in each), statistics.median(r[1] for r in each)
             print(f"{label:48} {name:32} {rps:8.0f} {p99:8.1f} {rps / floor_rps:8.2f}x "
-                  f"{rps / floor_rps / id_ratio:5.2f}x {paired(name, label):6.2f}x  "
+                  f"{rps / floor_rps / id_ratio:5.2f}x {paired(name, label):6.2f}x {paired(name, label, names[1]):9.2f}x  "
                   f"{', '.join(f'{r[0]:.0f}' for r in each)}")
 
 

@@ -21,10 +21,11 @@ sys.path.insert(0, str(ROOT))
 from store.records import SchemaKey, SchemaValue, encode_key, encode_value  # noqa: E402
 
 
-def asgi_floor_command(target: str, port: int) -> list[str]:
+def asgi_floor_command(target: str, port: int, at_once: str | None = None) -> list[str]:
     """The command serving the bare ASGI app `target` (MODULE:ATTRIBUTE, the module in
-    the working directory) on 127.0.0.1:`port` as the registry serves its own."""
-    return [sys.executable, str(ROOT / "bench" / "asgi_floor.py"), target, str(port)]
+    the working directory) on 127.0.0.1:`port` as the registry serves its own (with the
+    module's attribute `at_once` answering at once, if given)."""
+    return [sys.executable, str(ROOT / "bench" / "asgi_floor.py"), target, str(port), *([at_once] if at_once else [])]
 
 
 def free_port() -> int:
