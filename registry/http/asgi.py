@@ -212,19 +212,20 @@ class AsgiBridge:
         (`_plain_read`), or a GET or a lookup's POST whose answer is kept at the current
         log position (`ReadMemo`). Else None, and the request takes the way through
         `__call__`, which would give the same answer from the same memo. With
-        authentication on, always None: the guard's way in needs the event loop. The
+        authentication on, only the id lane's, to a reader the guard remembers admitting
+        (as `_serve` answers them); the rest needs the guard's whole way in. The
         listener asks it before anything else (`Listeners(at_once=...)`): no task, no
         ASGI messages, one write. Never blocks."""
-        if not self._plain_lane:
-            return None
         started = _clock()
         stats = self._stats
         if method == b"GET":
-            answer = self._plain_read(raw_path, query, headers)
+            answer = self._plain_read(raw_path, query, headers, self._door.guard)
             if answer is not None:
                 if stats is not None:
                     stats.observe_lane(_clock() - started)
                 return answer[3], answer[1]
+        if not self._plain_lane:
+            return None
         name = _KEPT_METHODS.get(method)
         memo = self._memo
         if (name is None or memo is None or len(raw_path) + len(query) > self._limits.max_target_bytes
@@ -248,15 +249,18 @@ class AsgiBridge:
             stats.observe(kept.endpoint, name, 200, _clock() - started)
         return kept.head, kept.body
 
-    def _plain_read(self, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]]
-                    ) -> fast_path_module.Answer | None:
-        """The id path's own lane, for a GET when authentication is off: the read every
-        consumer makes, answered with as little work as it needs (in process 13.7 ->
-        about 5 us a request; bench/read_throughput.py --calls). It answers only what the
-        whole way in would answer from the same memo (`plain_answer` says which);
-        anything else falls through to it unchanged. Its own names are bound in
-        advance: each lookup saved is a tenth of a microsecond on every read."""
+    def _plain_read(self, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]],
+                    guard: Guard | None = None) -> fast_path_module.Answer | None:
+        """The id path's own lane, for a GET: the read every consumer makes, answered
+        with as little work as it needs (in process 13.7 -> about 5 us a request;
+        bench/read_throughput.py --calls). It answers only what the whole way in would
+        answer from the same memo (`plain_answer` says which), and with a `guard` only
+        to a reader it remembers admitting to that id; anything else falls through to
+        it unchanged. Its own names are bound in advance: each lookup saved is a tenth
+        of a microsecond on every read."""
         if query or not raw_path.startswith(_RAW_PREFIX) or not (digits := raw_path[_RAW_PREFIX_LENGTH:]).isdigit():
+            return None
+        if guard is not None and not guard.admits_remembered_read(headers, digits.decode("ascii")):
             return None
         return self._fast_path.plain_answer(digits, headers, self._max_header_bytes)
 

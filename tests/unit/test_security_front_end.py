@@ -447,3 +447,29 @@ def test_remembered_fast_path_decisions_follow_the_log_and_the_rules(files: dict
         wait_for(lambda: client.get(f"/schemas/ids/{schema_id}", headers=basic("bob")).status == 403,
                  "the new rules to revoke a remembered decision")
         assert_refused(client.get(f"/schemas/ids/{schema_id}", headers=basic("alice")), 403, "revoked")
+
+
+def test_only_a_reader_the_guard_remembers_admitting_is_answered_at_once(files: dict[str, Path]):
+    rules = files["dir"] / "at-once-rules.json"
+    rules.write_text(json.dumps(RULES))
+    with NodeClient(**{"authentication.method": "BASIC", "authentication.users.file": str(files["users"]),
+                       "authorization.rules.file": str(rules)}) as client:
+        schema_id = register(client, "team-b.once", schema_of("once"))
+        given: list[bool] = []
+        at_once = client.at_once
+
+        def recording(*request):
+            answer = at_once(*request)
+            given.append(answer is not None)
+            return answer
+
+        client.at_once = recording
+        for user, status in (("bob", 200), ("alice", 403)):
+            for _ in range(2):
+                assert client.get(f"/schemas/ids/{schema_id}", headers=basic(user)).status == status
+        assert given == [False, True, False, False], "bob's second read only: his credential and decision remembered"
+        assert_refused(client.get(f"/schemas/ids/{schema_id}", headers=basic("bob", "wrong")), 401, "a wrong password")
+        assert_refused(client.get(f"/schemas/ids/{schema_id}"), 401, "no credential")
+        for _ in range(2):  # a kept read answer goes by the guard's whole way in with authentication on
+            assert client.get("/subjects", headers=basic("bob")).status == 200
+        assert given[4:] == [False] * 4
