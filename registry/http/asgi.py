@@ -228,7 +228,8 @@ class AsgiBridge:
             return None
         name = _KEPT_METHODS.get(method)
         memo = self._memo
-        if (name is None or memo is None or len(raw_path) + len(query) > self._limits.max_target_bytes
+        if (name is None or memo is None or (name == "POST" and not memo.posts)
+                or len(raw_path) + len(query) > self._limits.max_target_bytes
                 or len(body) > self._limits.max_request_bytes):
             return None
         path = raw_path.decode("latin-1")

@@ -49,7 +49,7 @@ import orjson
 import uvloop
 
 from registry.http.security.certificates import subject_of
-from registry.http.wire import FRAMING, header_lines, status_line
+from registry.http.wire import header_lines, status_line
 
 log = logging.getLogger(__name__)
 
@@ -263,9 +263,8 @@ class _Exchange:
         start = self.start
         assert start is not None
         status = start["status"]
-        headers = start.get("headers", ())
-        parts = [status_line(status), *header_lines(headers)]  # ValueError: a 500, never sent
-        framed = any(name.lower() in FRAMING for name, _ in headers)
+        lines, framed = header_lines(start.get("headers", ()))  # ValueError: a 500, never sent
+        parts = [status_line(status), *lines]
         keep = self.keep_alive and self.complete and not self.connection.refused
         if not framed and status >= 200 and status != 204 and status != 304:
             if not more:

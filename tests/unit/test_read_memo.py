@@ -229,3 +229,18 @@ def test_kept_lookups_are_weighed_with_their_bodies():
     huge = roomy.key("POST", "/subjects/s", b"", b" " * (1 << 20), "t", None)
     roomy.keep(huge, 0, "subjects.lookup_schema", [], b"{}")
     assert roomy.get(huge) is None and len(roomy) == 0
+
+
+def test_the_kept_posts_are_counted_as_they_come_and_go():
+    # A count of none lets every registration skip the memo (`AsgiBridge.answer_at_once`):
+    # it must never read none while a lookup's answer is kept.
+    kept = ReadMemo(lambda: 0, lambda: True, max_bytes=8 * 1024)
+    lookup = kept.key("POST", "/subjects/s", b"", b'{"schema":"1"}', "t", None)
+    kept.keep(lookup, 0, "subjects.lookup_schema", [], b"x" * 1000)
+    kept.keep(lookup, 0, "subjects.lookup_schema", [], b"y" * 1000)  # the same key again
+    kept.keep(kept.key("POST", "/subjects/s/versions", b"", b"{}", "t", None), 0, "subjects.register", [], b"{}")
+    assert kept.posts == 1, "one lookup kept (a registration's answer never is)"
+    for n in range(20):  # GETs push the lookup out, least recently used first
+        kept.keep(kept.key("GET", f"/subjects/s{n}/versions", b"", b"", "t", None), 0, "subjects.list_versions", [],
+                  b"x" * 1000)
+    assert kept.get(lookup) is None and kept.posts == 0
