@@ -113,6 +113,19 @@ def alternate(urls: list[str], runs: int, duration: int, script: Path) -> list[t
             for each in results]
 
 
+def until_serving(url: str, seconds: float = 20) -> None:
+    """Block until a floor at `url` answers (raises OSError after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url + "/", timeout=1).read()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float, float, list[float]]:
     work = Path(tempfile.mkdtemp())
     (work / "ceiling_app.py").write_text(CEILING_APP)
@@ -121,15 +134,7 @@ def ceiling(runs: int, duration: int, script: Path, threads: int) -> tuple[float
                             cwd=work, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(url + "/schemas/ids/1", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        until_serving(url)
         return measure(url, runs, duration, script)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -214,16 +219,8 @@ def hot_calls(runs: int, duration: int, before: Path | None, only: str = "") -> 
                 cli = CLI if name == "ours" else before / ".venv" / "bin" / "schema-registry"
                 url, _ = stack.enter_context(registry(data, env, cli=cli))
                 urls.append(url)
-            deadline = time.monotonic() + 20
             for url in urls[:2]:
-                while True:
-                    try:
-                        urllib.request.urlopen(url + "/", timeout=1).read()
-                        break
-                    except OSError:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.05)
+                until_serving(url)
             for label, script in scripts:
                 for url in urls:
                     wrk(url, 2, script)  # warm-up

@@ -431,11 +431,18 @@ def test_metrics_count_requests_and_rejections(secured: NodeClient):
     assert 'schema_registry_versions{schema_type="AVRO"}' in text and "schema_registry_leader 1.0" in text
 
 
-def test_remembered_fast_path_decisions_follow_the_log_and_the_rules(files: dict[str, Path]):
-    rules = files["dir"] / "shortcut-rules.json"
+def under_rules(files: dict[str, Path], name: str) -> tuple[NodeClient, Path]:
+    """A node of its own with Basic and `RULES` in a rules file of its own (which the
+    test may change)."""
+    rules = files["dir"] / f"{name}-rules.json"
     rules.write_text(json.dumps(RULES))
-    with NodeClient(**{"authentication.method": "BASIC", "authentication.users.file": str(files["users"]),
-                       "authorization.rules.file": str(rules)}) as client:
+    return NodeClient(**{"authentication.method": "BASIC", "authentication.users.file": str(files["users"]),
+                         "authorization.rules.file": str(rules)}), rules
+
+
+def test_remembered_fast_path_decisions_follow_the_log_and_the_rules(files: dict[str, Path]):
+    client, rules = under_rules(files, "shortcut")
+    with client:
         schema_id = register(client, "team-b.short", schema_of("short"))
         for _ in range(2):  # the second read is answered from what the first one remembered
             assert_refused(client.get(f"/schemas/ids/{schema_id}", headers=basic("alice")), 403, "not hers yet")
@@ -450,10 +457,8 @@ def test_remembered_fast_path_decisions_follow_the_log_and_the_rules(files: dict
 
 
 def test_only_a_reader_the_guard_remembers_admitting_is_answered_at_once(files: dict[str, Path]):
-    rules = files["dir"] / "at-once-rules.json"
-    rules.write_text(json.dumps(RULES))
-    with NodeClient(**{"authentication.method": "BASIC", "authentication.users.file": str(files["users"]),
-                       "authorization.rules.file": str(rules)}) as client:
+    client, _ = under_rules(files, "at-once")
+    with client:
         schema_id = register(client, "team-b.once", schema_of("once"))
         given: list[bool] = []
         at_once = client.at_once
