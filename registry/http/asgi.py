@@ -5,7 +5,9 @@ the subject `a/b` (sent as `a%2Fb`) from two path segments. Its ASGI interface
 carries `raw_path`. This bridge answers the `GET /schemas/ids/{id}` fast path and
 every other read directly on the event loop (reads only touch the in-memory cache),
 and runs writes, which wait on the log, on a pool of threads: registrations by their
-direct view (`registry.http.direct`), the others through the Flask app.
+direct view (`registry.http.direct`), the others through the Flask app. What it keeps
+ready (the id path's answers, the read memo's) it also gives the listener to write at
+once, before any of this (`answer_at_once`).
 Flask routes on the path exactly as the client sent it (still percent-encoded, in
 `PATH_INFO`); the subject converter decodes each segment. The original request
 target is also in `RAW_URI`, for forwarding.

@@ -1,6 +1,6 @@
 """Every listener the registry serves, http and https: HTTP/1.1 on an event loop of its own.
 
-    listeners = Listeners(bridge, [(socket_, ssl_context_or_None), ...])
+    listeners = Listeners(bridge, [(socket_, ssl_context_or_None), ...], at_once=bridge.answer_at_once)
     listeners.start()          # a uvloop event loop of their own, on a thread of the worker process
     listeners.close()          # stop accepting, let requests under way finish, close
 
