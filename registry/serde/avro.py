@@ -368,27 +368,34 @@ class AvroDeserializer:
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         """The object `data` encodes; None for None."""
+        # The common case first, as little as it needs (bench/serde.py: the wrapper around
+        # fastavro's own read is all a deserializer adds to it): a header seen before.
+        # Anything else (None, a bytearray, a new id, use.latest.version, whose decoders
+        # are never kept here) raises on the way and takes `_call_otherwise`.
+        try:
+            decode = self._by_header[data[:HEADER_SIZE]]  # type: ignore[index]
+        except (KeyError, TypeError):
+            return self._call_otherwise(data, ctx)
+        try:
+            obj = decode(data)
+        except Exception as exc:
+            raise _decode_error(data, exc) from exc
+        from_dict = self._from_dict
+        return obj if from_dict is None else from_dict(obj, ctx)
+
+    def _call_otherwise(self, data: bytes | None, ctx: SerializationContext | None) -> Any:
         if data is None:
             return None
         if self._use_latest:
             decode = self._latest_decoder(data, ctx)
         else:
-            try:
-                decode = self._by_header.get(data[:HEADER_SIZE])
-            except TypeError:  # bytearray or memoryview: their slices are unhashable
+            if isinstance(data, (bytearray, memoryview)):  # their slices are unhashable
                 data = bytes(data)
-                decode = self._by_header.get(data[:HEADER_SIZE])
-            if decode is None:
-                decode = self._decoder_for(data)
+            decode = self._by_header.get(data[:HEADER_SIZE]) or self._decoder_for(data)
         try:
             obj = decode(data)
-        except EOFError as exc:
-            raise TruncatedPayload(f"the message ends inside its Avro datum (schema id "
-                                   f"{int.from_bytes(data[1:HEADER_SIZE], 'big')}, {len(data)} bytes): {exc}") from exc
         except Exception as exc:
-            schema_id = int.from_bytes(data[1:HEADER_SIZE], "big")
-            raise SerializationError(f"cannot decode the Avro datum written with schema id {schema_id}: "
-                                     f"{type(exc).__name__}: {exc}") from exc
+            raise _decode_error(data, exc) from exc
         if self._from_dict is not None:
             return self._from_dict(obj, ctx)
         return obj
@@ -444,3 +451,13 @@ class AvroDeserializer:
             with self._lock:
                 self._by_latest[(latest_id, key)] = decode
         return decode
+
+
+def _decode_error(data: bytes, exc: Exception) -> SerializationError:
+    """What a deserializer raises when fastavro cannot read `data`'s datum."""
+    schema_id = int.from_bytes(data[1:HEADER_SIZE], "big")
+    if isinstance(exc, EOFError):
+        return TruncatedPayload(f"the message ends inside its Avro datum (schema id {schema_id}, "
+                                f"{len(data)} bytes): {exc}")
+    return SerializationError(f"cannot decode the Avro datum written with schema id {schema_id}: "
+                              f"{type(exc).__name__}: {exc}")
