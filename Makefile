@@ -28,19 +28,25 @@ $(TEST_STAMP): pyproject.toml $(STAMP)
 ## install: create .venv and install the CLI at .venv/bin/schema-registry
 install: $(STAMP) bytecode native
 
-# store/replay_native: the replay's common case compiled (a cold start applies every
-# record of the topic; bench/cold_start.py), built with cargo where it is found and put
-# beside store/cache.py, which falls back to Python without it (as in a wheel or an
-# image). Cargo builds only what changed.
+# Two compiled modules, each built with cargo where it is found and put beside the Python
+# module that uses it, which falls back to Python without it (as in a wheel or an image):
+# - store/replay_native: the replay's common case (a cold start applies every record of
+#   the topic; bench/cold_start.py), used by store/cache.py;
+# - registry/serde/avro_native: the Avro decoder of the deserializers (bench/serde.py),
+#   used by registry/serde/avro_program.py.
+# Cargo builds only what changed.
 CARGO := $(shell command -v cargo 2>/dev/null || ls $(HOME)/.cargo/bin/cargo 2>/dev/null)
+EXT_SUFFIX = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 native: $(STAMP)
 ifeq ($(CARGO),)
-	@echo "make native: cargo not found: the replay runs in Python (slower cold starts)"
+	@echo "make native: cargo not found: the replay and Avro decoding run in Python (slower)"
 else
 	PYO3_PYTHON=$(CURDIR)/$(BIN)/python $(CARGO) build --quiet --release --locked \
 	  --manifest-path store/replay_native/Cargo.toml --target-dir $(VENV)/cargo-target
-	cp $(VENV)/cargo-target/release/lib_replay_native.so \
-	  store/_replay_native$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	cp $(VENV)/cargo-target/release/lib_replay_native.so store/_replay_native$(EXT_SUFFIX)
+	PYO3_PYTHON=$(CURDIR)/$(BIN)/python $(CARGO) build --quiet --release --locked \
+	  --manifest-path registry/serde/avro_native/Cargo.toml --target-dir $(VENV)/cargo-target
+	cp $(VENV)/cargo-target/release/lib_avro_native.so registry/serde/_avro_native$(EXT_SUFFIX)
 endif
 
 # An editable install leaves our modules uncompiled, and where PYTHONDONTWRITEBYTECODE is

@@ -14,6 +14,11 @@ the public functions on a record exercising every Avro type, schema resolution
 included; on any difference or error we use the public functions (`LOW_LEVEL` says
 which is in use), which are always correct, only slower.
 
+Writer-shaped reads (no reader schema, no `return_record_name`) go further: where
+`make native` built it, `avro_program` compiles the schema for a decoder in Rust that
+gives fastavro's values at over twice its speed (bench/serde.py). It too passes a
+self-test against the public functions at import (`NATIVE`), or is not used.
+
 Top-level `bytes` schemas are written raw, without Avro's length prefix, as
 confluent-kafka's and Confluent's Java serializers do.
 """
@@ -30,7 +35,7 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
-from registry.serde import wire
+from registry.serde import avro_program, wire
 
 Encode = Callable[[Any], bytes]
 Decode = Callable[[bytes], Any]
@@ -156,8 +161,8 @@ def _public_decoder(writer: ParsedSchema, reader: ParsedSchema | None, offset: i
     return decode
 
 
-def _self_test() -> bool:
-    """True if the low-level functions give the public functions' bytes and values."""
+def _probe() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A writer schema using every Avro type, and a record of it."""
     ns = "registry.serde.selftest"
     writer = {
         "type": "record", "name": "Probe", "namespace": ns, "fields": [
@@ -175,16 +180,22 @@ def _self_test() -> bool:
                 {"name": "n", "type": "int"}]}},
             {"name": "again", "type": ["null", "Child"]},
         ]}
-    reader = json.loads(json.dumps(writer))
-    reader["fields"] = [f for f in reader["fields"] if f["name"] != "s"]
-    reader["fields"][1]["type"] = "long"  # int promoted to long
-    reader["fields"].append({"name": "added", "type": "string", "default": "x"})
     record = {
         "l": -(2 ** 40), "i": 7, "s": "é", "b": b"\x00\xff", "f": 1.5, "d": None, "ok": True,
         "ts": datetime.datetime(2024, 5, 1, 12, 30, tzinfo=datetime.timezone.utc),
         "day": datetime.date(2024, 5, 1), "amount": decimal.Decimal("-12.34"), "tags": ["a", "bc"],
         "attrs": {"k": 1}, "color": "GREEN", "child": {"n": 3}, "again": {"n": 4},
     }
+    return writer, record
+
+
+def _self_test() -> bool:
+    """True if the low-level functions give the public functions' bytes and values."""
+    writer, record = _probe()
+    reader = json.loads(json.dumps(writer))
+    reader["fields"] = [f for f in reader["fields"] if f["name"] != "s"]
+    reader["fields"][1]["type"] = "long"  # int promoted to long
+    reader["fields"].append({"name": "added", "type": "string", "default": "x"})
     try:
         w, r = parse(writer), parse(reader)
         prefix = b"\x00\x00\x00\x00\x01"
@@ -204,6 +215,23 @@ def _self_test() -> bool:
 LOW_LEVEL = _self_test()
 _make_encoder = _low_level_encoder if LOW_LEVEL else _public_encoder
 _make_decoder = _low_level_decoder if LOW_LEVEL else _public_decoder
+
+
+def _native_self_test() -> bool:
+    """True if the native decoder is built and gives fastavro's values for the probe."""
+    writer, record = _probe()
+    try:
+        parsed = parse(writer)
+        data = _public_encoder(parsed, b"", False, False)(record)
+        public = _public_decoder(parsed, None, 0, False)
+        native = avro_program.native_decoder(parsed.schema, parsed.named, 0, public)
+        return native is not None and native(data) == public(data)
+    except Exception:
+        return False
+
+
+# The native decoder (avro_program) reads writer-shaped data, where it is built.
+NATIVE = _native_self_test()
 
 
 def encoder(parsed: ParsedSchema, prefix: bytes, *, strict: bool = False,
@@ -226,9 +254,10 @@ def decoder(writer: ParsedSchema, reader: ParsedSchema | None, offset: int, *,
     """A function from bytes to the datum encoded from `offset` on, with `writer`'s
     schema, resolved into `reader`'s shape when a reader schema is given.
 
-    The function raises EOFError when the data ends early, and fastavro's
-    SchemaResolutionError when the writer's data cannot be read as the reader's. It
-    is thread-safe.
+    The function raises EOFError when the data ends early, fastavro's
+    SchemaResolutionError when the writer's data cannot be read as the reader's, and
+    other exceptions (ValueError, IndexError, UnicodeDecodeError, ...) for data that is
+    not a datum of the schema. It is thread-safe.
     """
     if reader is not None and reader.schema == writer.schema:
         reader = None  # the same schema: skip resolution on every datum
@@ -236,7 +265,10 @@ def decoder(writer: ParsedSchema, reader: ParsedSchema | None, offset: int, *,
         def decode_raw(data: bytes) -> bytes:
             return bytes(data[offset:])
         return decode_raw
-    return _make_decoder(writer, reader, offset, return_record_name)
+    decode = _make_decoder(writer, reader, offset, return_record_name)
+    if NATIVE and reader is None and not return_record_name:
+        return avro_program.native_decoder(writer.schema, writer.named, offset, decode) or decode
+    return decode
 
 
-__all__ = ["LOW_LEVEL", "ParsedSchema", "decoder", "encoder", "loads", "parse"]
+__all__ = ["LOW_LEVEL", "NATIVE", "ParsedSchema", "decoder", "encoder", "loads", "parse"]
