@@ -14,7 +14,7 @@ the public functions on a record exercising every Avro type, schema resolution
 included; on any difference or error we use the public functions (`LOW_LEVEL` says
 which is in use), which are always correct, only slower.
 
-Writer-shaped reads (no reader schema, no `return_record_name`) go further: where
+Reads without `return_record_name` go further: where
 `make native` built it, `avro_program` compiles the schema for a decoder in Rust that
 gives fastavro's values at over twice its speed (bench/serde.py). It too passes a
 self-test against the public functions at import (`NATIVE`), or is not used.
@@ -189,13 +189,19 @@ def _probe() -> tuple[dict[str, Any], dict[str, Any]]:
     return writer, record
 
 
-def _self_test() -> bool:
-    """True if the low-level functions give the public functions' bytes and values."""
-    writer, record = _probe()
+def _probe_reader(writer: dict[str, Any]) -> dict[str, Any]:
+    """`writer` evolved: a field removed, one promoted, one added with a default."""
     reader = json.loads(json.dumps(writer))
     reader["fields"] = [f for f in reader["fields"] if f["name"] != "s"]
     reader["fields"][1]["type"] = "long"  # int promoted to long
     reader["fields"].append({"name": "added", "type": "string", "default": "x"})
+    return reader
+
+
+def _self_test() -> bool:
+    """True if the low-level functions give the public functions' bytes and values."""
+    writer, record = _probe()
+    reader = _probe_reader(writer)
     try:
         w, r = parse(writer), parse(reader)
         prefix = b"\x00\x00\x00\x00\x01"
@@ -217,20 +223,30 @@ _make_encoder = _low_level_encoder if LOW_LEVEL else _public_encoder
 _make_decoder = _low_level_decoder if LOW_LEVEL else _public_decoder
 
 
+def _native_decoder(writer: ParsedSchema, reader: ParsedSchema | None, offset: int,
+                    fallback: Decode) -> Decode | None:
+    return avro_program.native_decoder(writer.schema, writer.named, reader.schema if reader else None,
+                                       reader.named if reader else {}, offset, fallback)
+
+
 def _native_self_test() -> bool:
-    """True if the native decoder is built and gives fastavro's values for the probe."""
+    """True if the native decoder is built and gives fastavro's values for the probe,
+    in its writer's shape and evolved."""
     writer, record = _probe()
     try:
-        parsed = parse(writer)
-        data = _public_encoder(parsed, b"", False, False)(record)
-        public = _public_decoder(parsed, None, 0, False)
-        native = avro_program.native_decoder(parsed.schema, parsed.named, 0, public)
-        return native is not None and native(data) == public(data)
+        w, r = parse(writer), parse(_probe_reader(writer))
+        data = _public_encoder(w, b"", False, False)(record)
+        for rd in (None, r):
+            public = _public_decoder(w, rd, 0, False)
+            native = _native_decoder(w, rd, 0, public)
+            if native is None or native(data) != public(data):
+                return False
+        return True
     except Exception:
         return False
 
 
-# The native decoder (avro_program) reads writer-shaped data, where it is built.
+# The native decoder (avro_program), where it is built.
 NATIVE = _native_self_test()
 
 
@@ -266,8 +282,8 @@ def decoder(writer: ParsedSchema, reader: ParsedSchema | None, offset: int, *,
             return bytes(data[offset:])
         return decode_raw
     decode = _make_decoder(writer, reader, offset, return_record_name)
-    if NATIVE and reader is None and not return_record_name:
-        return avro_program.native_decoder(writer.schema, writer.named, offset, decode) or decode
+    if NATIVE and not return_record_name:
+        return _native_decoder(writer, reader, offset, decode) or decode
     return decode
 
 

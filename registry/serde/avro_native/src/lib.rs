@@ -1,27 +1,30 @@
-//! Avro binary data to Python objects, with the writer schema compiled in advance.
+//! Avro binary data to Python objects, with the schemas compiled in advance.
 //!
 //! Why by hand, in Rust: a deserializer's whole cost is its Avro read, and fastavro's
 //! (Cython) walks the schema's dicts on every datum: a type-name lookup, a dict lookup
-//! per field, a call per value. Here the schema is compiled once into a table of
-//! nodes (`registry/serde/avro_program.py` builds it from fastavro's parsed schema) and
-//! a datum costs only reading its bytes and making its objects. The Rust Avro crates
-//! decode into their own value types, which would then have to be converted again.
+//! per field, a call per value, and, with a reader schema, matching the two schemas
+//! again. Here the writer schema, resolved into the reader's if there is one, is
+//! compiled once into a table of nodes (`registry/serde/avro_program.py` builds it from
+//! fastavro's parsed schemas, following fastavro's reader step for step) and a datum
+//! costs only reading its bytes and making its objects. The Rust Avro crates decode
+//! into their own value types, which would then have to be converted again.
 //!
-//! What it gives is what fastavro gives for the same writer schema: dicts in field
-//! order, str, bytes, int, float, bool, None, lists, and logical types through
-//! fastavro's own functions, except timestamp-millis, timestamp-micros and date, made
-//! here with the same value. Where the data is malformed it raises (EOFError for data
-//! that ends early, IndexError for a union branch or enum symbol out of range,
-//! UnicodeDecodeError, ValueError) where fastavro sometimes returns a value. A datum
-//! nested deeper than `MAX_DEPTH` is handed to the fallback decoder (fastavro) whole.
-//! tests/unit/test_avro_native.py compares both on every kind of schema.
+//! What it gives is what fastavro gives: dicts in fastavro's key order, str, bytes,
+//! int, float, bool, None, lists, logical types through fastavro's own functions
+//! (except timestamp-millis, timestamp-micros and date, made here with the same value).
+//! Where the data is malformed it raises (EOFError for data that ends early, IndexError
+//! for a union branch or enum symbol out of range, UnicodeDecodeError, ValueError)
+//! where fastavro sometimes returns a value. A datum nested deeper than `MAX_DEPTH` is
+//! handed to the fallback decoder (fastavro) whole. tests/unit/test_avro_native.py
+//! compares both on random schemas, data and evolutions.
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyEOFError, PyIndexError, PyOverflowError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{
-    PyBool, PyBytes, PyDate, PyDateTime, PyDict, PyFloat, PyList, PyString, PyTuple, PyTzInfo,
+    PyBool, PyBytes, PyDate, PyDateTime, PyDict, PyFloat, PyList, PyString, PyTuple, PyType,
+    PyTzInfo,
 };
 
 /// Nesting past this goes to the fallback decoder: a Rust call frame per level must
@@ -49,12 +52,24 @@ enum Node {
     Array(usize, bool),
     Map(usize),
     Union(Vec<usize>),
-    Record(Vec<(Py<PyString>, usize)>),
-    /// fastavro's reader function for a logical type, called as fn(value, schema, None)
-    Logical(usize, Py<PyAny>, Py<PyAny>),
+    /// fields in the writer's order: the key to read each into (None: read and dropped,
+    /// a field the reader does not have), then the reader's fields the writer does not
+    /// have, with their default objects
+    Record(Vec<(Option<Py<PyString>>, usize)>, Vec<(Py<PyString>, Py<PyAny>)>),
+    /// fastavro's reader function for a logical type, called as
+    /// fn(value, writer schema, reader schema)
+    Logical(usize, Py<PyAny>, Py<PyAny>, Py<PyAny>),
     /// epoch + timedelta(microseconds=value * unit), aware in `tz` (datetime.timezone.utc)
     Timestamp(i128, Py<PyTzInfo>),
     Date,
+    /// an int or long read as a float (a reader's promotion)
+    LongToFloat,
+    /// a string read as bytes (a reader's promotion; the UTF-8 is checked, as fastavro does)
+    StringToBytes,
+    /// another node (a named type referenced by its name)
+    Same(usize),
+    /// raises `type(message)` when reached (fastavro's reader raises there)
+    Error(Py<PyType>, String),
 }
 
 enum Fail {
@@ -249,18 +264,36 @@ impl Decoder {
                     )))),
                 }
             }
-            Node::Record(fields) => {
+            Node::Record(fields, defaults) => {
                 let depth = deeper(depth)?;
                 let dict = PyDict::new(py);
                 for (name, field) in fields {
-                    dict.set_item(name.bind(py), self.read(py, *field, cur, depth)?)?;
+                    match name {
+                        Some(name) => dict.set_item(name.bind(py), self.read(py, *field, cur, depth)?)?,
+                        None => self.skip(py, *field, cur, depth)?,
+                    }
+                }
+                for (name, default) in defaults {
+                    dict.set_item(name.bind(py), default.bind(py))?;
                 }
                 Ok(dict.into_any())
             }
-            Node::Logical(inner, function, schema) => {
+            Node::Logical(inner, function, writer, reader) => {
                 let value = self.read(py, *inner, cur, depth)?;
-                Ok(function.bind(py).call1((value, schema.bind(py), py.None()))?)
+                Ok(function.bind(py).call1((value, writer.bind(py), reader.bind(py)))?)
             }
+            Node::LongToFloat => Ok(PyFloat::new(py, cur.long()? as f64).into_any()),
+            Node::StringToBytes => {
+                let n = cur.length()?;
+                let raw = cur.take(n)?;
+                if let Err(err) = std::str::from_utf8(raw) {
+                    string(py, raw)?; // raises the UnicodeDecodeError fastavro raises
+                    return Err(Fail::Py(PyValueError::new_err(err.to_string())));
+                }
+                Ok(PyBytes::new(py, raw).into_any())
+            }
+            Node::Same(inner) => self.read(py, *inner, cur, depth),
+            Node::Error(kind, message) => Err(Fail::Py(PyErr::from_type(kind.bind(py).clone(), message.clone()))),
             Node::Timestamp(unit, tz) => {
                 let micros = i128::from(cur.long()?) * unit;
                 let days = micros.div_euclid(86_400_000_000) as i64;
@@ -294,6 +327,82 @@ impl Decoder {
                 Ok(PyDate::new(py, year as i32, month, day)?.into_any())
             }
         }
+    }
+
+    /// Reads past a datum of node `node` without making its objects (a writer's field the
+    /// reader does not have), as fastavro's skip_data does.
+    fn skip(&self, py: Python<'_>, node: usize, cur: &mut Cursor, depth: u32) -> Result<(), Fail> {
+        match &self.nodes[node] {
+            Node::Null => {}
+            Node::Boolean => {
+                cur.byte()?;
+            }
+            Node::Long | Node::LongToFloat | Node::Timestamp(..) | Node::Date | Node::Enum(_) => {
+                cur.long()?;
+            }
+            Node::Float => {
+                cur.take(4)?;
+            }
+            Node::Double => {
+                cur.take(8)?;
+            }
+            Node::Bytes | Node::Str | Node::StringToBytes => {
+                let n = cur.length()?;
+                cur.take(n)?;
+            }
+            Node::Fixed(size) => {
+                cur.take(*size)?;
+            }
+            Node::Array(items, _) => {
+                let depth = deeper(depth)?;
+                loop {
+                    let count = cur.block()?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        self.skip(py, *items, cur, depth)?;
+                    }
+                }
+            }
+            Node::Map(values) => {
+                let depth = deeper(depth)?;
+                loop {
+                    let count = cur.block()?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        let n = cur.length()?;
+                        cur.take(n)?;
+                        self.skip(py, *values, cur, depth)?;
+                    }
+                }
+            }
+            Node::Union(branches) => {
+                let index = cur.long()?;
+                match usize::try_from(index).ok().and_then(|i| branches.get(i)) {
+                    Some(&branch) => self.skip(py, branch, cur, deeper(depth)?)?,
+                    None => {
+                        return Err(Fail::Py(PyIndexError::new_err(format!(
+                            "union branch {index} out of range for {} branches",
+                            branches.len()
+                        ))))
+                    }
+                }
+            }
+            Node::Record(fields, _) => {
+                let depth = deeper(depth)?;
+                for (_, field) in fields {
+                    self.skip(py, *field, cur, depth)?;
+                }
+            }
+            Node::Logical(inner, ..) | Node::Same(inner) => self.skip(py, *inner, cur, depth)?,
+            Node::Error(kind, message) => {
+                return Err(Fail::Py(PyErr::from_type(kind.bind(py).clone(), message.clone())))
+            }
+        }
+        Ok(())
     }
 
     fn run<'py>(&self, py: Python<'py>, buf: &[u8], data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -366,12 +475,28 @@ fn node(entry: &Bound<PyTuple>, count: usize) -> PyResult<Node> {
             let mut fields = Vec::new();
             for field in arg(1)?.try_iter()? {
                 let field = field?;
-                let name: Bound<PyString> = field.get_item(0)?.downcast_into()?;
-                fields.push((name.unbind(), index(&field.get_item(1)?, count)?));
+                let name = field.get_item(0)?;
+                let name = if name.is_none() { None } else { Some(name.downcast_into::<PyString>()?.unbind()) };
+                fields.push((name, index(&field.get_item(1)?, count)?));
             }
-            Node::Record(fields)
+            let mut defaults = Vec::new();
+            for default in arg(2)?.try_iter()? {
+                let default = default?;
+                let name: Bound<PyString> = default.get_item(0)?.downcast_into()?;
+                defaults.push((name.unbind(), default.get_item(1)?.unbind()));
+            }
+            Node::Record(fields, defaults)
         }
-        "logical" => Node::Logical(index(&arg(1)?, count)?, arg(2)?.unbind(), arg(3)?.unbind()),
+        "logical" => Node::Logical(
+            index(&arg(1)?, count)?,
+            arg(2)?.unbind(),
+            arg(3)?.unbind(),
+            arg(4)?.unbind(),
+        ),
+        "long-to-float" => Node::LongToFloat,
+        "string-to-bytes" => Node::StringToBytes,
+        "same" => Node::Same(index(&arg(1)?, count)?),
+        "error" => Node::Error(arg(1)?.downcast_into::<PyType>()?.unbind(), arg(2)?.extract()?),
         "timestamp-millis" => Node::Timestamp(1000, arg(1)?.downcast_into::<PyTzInfo>()?.unbind()),
         "timestamp-micros" => Node::Timestamp(1, arg(1)?.downcast_into::<PyTzInfo>()?.unbind()),
         "date" => Node::Date,
