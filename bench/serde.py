@@ -5,7 +5,8 @@ string, a long, an int, a boolean and bytes) goes through three paths, each way:
 
   (a) raw fastavro: schemaless_writer / schemaless_reader behind a 5-byte header;
   (b) confluent-kafka's AvroSerializer / AvroDeserializer with its own client;
-  (c) ours: registry.serde with registry.client.
+  (c) ours: registry.serde with registry.client (its deserializers decode with the
+      native decoder, registry/serde/avro_native, where `make native` built it).
 
 and then v1 data is read with an evolved v2 reader schema by (c) and by fastavro's
 own schemaless_reader(writer=v1, reader=v2) (and by (b), for reference).
@@ -190,7 +191,8 @@ def main() -> None:
         theirs_client.close()
 
     print(f"serde throughput (median of {runs} interleaved runs x {count} messages); 8-field record, "
-          f"{len(data)} bytes on the wire; fastavro low-level path: {avro_codec.LOW_LEVEL}")
+          f"{len(data)} bytes on the wire; fastavro low-level path: {avro_codec.LOW_LEVEL}; "
+          f"native decoder: {avro_codec.NATIVE}")
     for title, results in (("msg per CPU second", cpu_rates), ("msg per wall-clock second", wall_rates)):
         print(f"\n{title:26}{'(a) fastavro':>14}{'(b) confluent':>15}{'(c) ours':>12}{'(c)/(a)':>9}"
               f"{'(c)/(b)':>9}{'(c) batch':>12}{'batch/(a)':>11}")

@@ -10,10 +10,10 @@ they go straight into `SerializingProducer` / `DeserializingConsumer`::
 
 `client` may be ours (`registry.client.SchemaRegistryClient`) or confluent-kafka's.
 
-Where the time goes: nowhere but fastavro. The registry is asked once per
+Where the time goes: nowhere but the Avro codec. The registry is asked once per
 (subject, schema), not per message; the schema is parsed once; the 5-byte header is
 built once per schema id; and each message is one dict lookup plus one call into
-fastavro's encoder or decoder (see `avro_codec`). The deserializer keys its per-id
+fastavro's encoder or the compiled decoder (see `avro_codec`). The deserializer keys its per-id
 decoders by the header bytes, so the magic-byte check, the id and the decoder come
 from a single lookup. `serialize_batch` / `deserialize_batch` hoist even that out of
 the loop.
@@ -369,7 +369,7 @@ class AvroDeserializer:
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         """The object `data` encodes; None for None."""
         # The common case first, as little as it needs (bench/serde.py: the wrapper around
-        # fastavro's own read is all a deserializer adds to it): a header seen before.
+        # the decoder is all a deserializer adds to it): a header seen before.
         # Anything else (None, a bytearray, a new id, use.latest.version, whose decoders
         # are never kept here) raises on the way and takes `_call_otherwise`.
         try:
@@ -454,7 +454,7 @@ class AvroDeserializer:
 
 
 def _decode_error(data: bytes, exc: Exception) -> SerializationError:
-    """What a deserializer raises when fastavro cannot read `data`'s datum."""
+    """What a deserializer raises when `data`'s datum cannot be read."""
     schema_id = int.from_bytes(data[1:HEADER_SIZE], "big")
     if isinstance(exc, EOFError):
         return TruncatedPayload(f"the message ends inside its Avro datum (schema id {schema_id}, "

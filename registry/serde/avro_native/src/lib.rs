@@ -209,16 +209,7 @@ impl Decoder {
                 Ok(string(py, cur.take(n)?)?)
             }
             Node::Fixed(size) => Ok(PyBytes::new(py, cur.take(*size)?).into_any()),
-            Node::Enum(symbols) => {
-                let index = cur.long()?;
-                match usize::try_from(index).ok().and_then(|i| symbols.get(i)) {
-                    Some(symbol) => Ok(symbol.bind(py).clone().into_any()),
-                    None => Err(Fail::Py(PyIndexError::new_err(format!(
-                        "enum index {index} out of range for {} symbols",
-                        symbols.len()
-                    )))),
-                }
-            }
+            Node::Enum(symbols) => Ok(pick(symbols, cur.long()?, "enum symbol")?.bind(py).clone().into_any()),
             Node::Array(items, sized) => {
                 let depth = deeper(depth)?;
                 let list = PyList::empty(py);
@@ -255,14 +246,8 @@ impl Decoder {
                 }
             }
             Node::Union(branches) => {
-                let index = cur.long()?;
-                match usize::try_from(index).ok().and_then(|i| branches.get(i)) {
-                    Some(&branch) => self.read(py, branch, cur, deeper(depth)?),
-                    None => Err(Fail::Py(PyIndexError::new_err(format!(
-                        "union branch {index} out of range for {} branches",
-                        branches.len()
-                    )))),
-                }
+                let branch = *pick(branches, cur.long()?, "union branch")?;
+                self.read(py, branch, cur, deeper(depth)?)
             }
             Node::Record(fields, defaults) => {
                 let depth = deeper(depth)?;
@@ -353,7 +338,8 @@ impl Decoder {
             Node::Fixed(size) => {
                 cur.take(*size)?;
             }
-            Node::Array(items, _) => {
+            Node::Array(items, _) | Node::Map(items) => {
+                let keyed = matches!(self.nodes[node], Node::Map(_));
                 let depth = deeper(depth)?;
                 loop {
                     let count = cur.block()?;
@@ -361,35 +347,17 @@ impl Decoder {
                         break;
                     }
                     for _ in 0..count {
+                        if keyed {
+                            let n = cur.length()?;
+                            cur.take(n)?;
+                        }
                         self.skip(py, *items, cur, depth)?;
                     }
                 }
             }
-            Node::Map(values) => {
-                let depth = deeper(depth)?;
-                loop {
-                    let count = cur.block()?;
-                    if count == 0 {
-                        break;
-                    }
-                    for _ in 0..count {
-                        let n = cur.length()?;
-                        cur.take(n)?;
-                        self.skip(py, *values, cur, depth)?;
-                    }
-                }
-            }
             Node::Union(branches) => {
-                let index = cur.long()?;
-                match usize::try_from(index).ok().and_then(|i| branches.get(i)) {
-                    Some(&branch) => self.skip(py, branch, cur, deeper(depth)?)?,
-                    None => {
-                        return Err(Fail::Py(PyIndexError::new_err(format!(
-                            "union branch {index} out of range for {} branches",
-                            branches.len()
-                        ))))
-                    }
-                }
+                let branch = *pick(branches, cur.long()?, "union branch")?;
+                self.skip(py, branch, cur, deeper(depth)?)?
             }
             Node::Record(fields, _) => {
                 let depth = deeper(depth)?;
@@ -416,6 +384,14 @@ impl Decoder {
             Err(Fail::TooDeep) => self.fallback.bind(py).call1((data,)),
         }
     }
+}
+
+/// items[index], or IndexError (fastavro would count a negative index from the end).
+#[inline]
+fn pick<'a, T>(items: &'a [T], index: i64, what: &str) -> Result<&'a T, Fail> {
+    usize::try_from(index).ok().and_then(|i| items.get(i)).ok_or_else(|| {
+        Fail::Py(PyIndexError::new_err(format!("{what} {index} out of {} in the schema", items.len())))
+    })
 }
 
 #[inline]
