@@ -14,10 +14,10 @@ the public functions on a record exercising every Avro type, schema resolution
 included; on any difference or error we use the public functions (`LOW_LEVEL` says
 which is in use), which are always correct, only slower.
 
-Reads without `return_record_name` go further: where
-`make native` built it, `avro_program` compiles the schema for a decoder in Rust that
-gives fastavro's values at over twice its speed (bench/serde.py). It too passes a
-self-test against the public functions at import (`NATIVE`), or is not used.
+Reads without `return_record_name` go further: where `make native` built it,
+`avro_program` compiles the schemas for a decoder in Rust that gives fastavro's values
+at over twice its speed (bench/serde.py). It too passes a self-test against the public
+functions at import (`NATIVE`), or is not used.
 
 Top-level `bytes` schemas are written raw, without Avro's length prefix, as
 confluent-kafka's and Confluent's Java serializers do.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import random
 import shutil
 import uuid
 from collections.abc import Callable
@@ -469,6 +470,27 @@ def test_a_huge_block_count_fails_before_it_allocates() -> None:
         native({"type": "map", "values": "null"})(zigzag(2 ** 60) + b"\x02k")
     # items that take no byte are not bounded by the data, as in fastavro
     assert native({"type": "array", "items": "null"})(zigzag(1000) + zigzag(0)) == [None] * 1000
+
+
+def test_random_and_mutated_bytes_raise_or_decode_never_crash() -> None:
+    # A consumer reads what anyone wrote to the topic: no input may crash the process
+    # (a crash here kills the test run), hang, or raise anything but an Exception.
+    writer, record = avro_codec._probe()
+    reader = avro_codec._probe_reader(writer)
+    valid = encode(writer, record)
+    decoders = [native(writer), native(writer, reader), native(RECURSIVE)]
+    rng = random.Random(17)
+    inputs = [rng.randbytes(rng.randrange(0, 64)) for _ in range(2_000)]
+    for _ in range(2_000):
+        mutated = bytearray(valid)
+        for _ in range(rng.randrange(1, 4)):
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        inputs.append(bytes(mutated))
+    outcomes: set[str] = set()
+    for data in inputs:
+        for decode in decoders:
+            outcomes.add(outcome(decode, data)[0])
+    assert outcomes == {"value", "raised"}, "both kinds of outcome were met, and nothing else"
 
 
 def test_buffers_and_offsets() -> None:
