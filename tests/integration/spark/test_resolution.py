@@ -156,7 +156,11 @@ def test_rows_and_type_are_avros_for_widened_defaulted_and_copied_fields(
     decoder = AvroDecoder.for_subject(client, subject)
     assert writer_id in decoder._shortcuts and decoder._shortcuts[writer_id] != "same", \
         "the writer takes the shortcut (else this test compares Avro with itself)"
-    decoded = decoder.decode(binary_frame(spark, frames), into="v").orderBy("n")
+    framed = binary_frame(spark, frames)
+    decoded = decoder.decode(framed, into="v").orderBy("n")
+    permissive = decoder.decode(framed, into="v", mode=DecodeMode.PERMISSIVE)
+    assert decoded.columns == [*framed.columns, "v"] and permissive.columns == [*framed.columns, "v", "value_error"], \
+        "none of the decoder's own columns (header, writer structs, staged record) is left behind"
     oracle = avro_resolution(spark, frames, WIDE_WRITER, WIDE_READER)
     assert decoded.schema["v"].dataType == oracle.schema["v"].dataType
     got = [r.v.asDict(recursive=True) for r in decoded.collect()]
