@@ -266,8 +266,7 @@ class AvroDecoder:
         """`df` plus column `staged`: the record in the reader's shape, or null.
 
         The header is cut out once, into a column of its own that every test of it
-        reads: cutting it again for each writer tested costs a copy each time, about 3%
-        of a row's decoding with two writers (bench/spark_decode.py). A writer decoded
+        reads, rather than copied out again for each writer tested. A writer decoded
         without Avro's resolution and then reshaped is decoded in a projection of its
         own too: its struct is read once per reader field, and inside the CASE each read
         would run from_avro again.
