@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install native bytecode run test test-unit test-integration browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
+.PHONY: install native jvm bytecode run test test-unit test-integration browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -49,6 +49,28 @@ else
 	cp $(VENV)/cargo-target/release/lib_avro_native.so registry/serde/_avro_native$(EXT_SUFFIX)
 endif
 
+# registry/spark's JVM expression (registry/spark/jvm), built with javac where it is found,
+# against the Spark jars pyspark ships, into the jar `connector_jars` adds to a session;
+# without it registry/spark decodes with spark-avro's from_avro (slower). Rebuilt when a
+# source changes.
+JAVAC := $(shell command -v javac 2>/dev/null)
+JAR_TOOL = $(dir $(realpath $(JAVAC)))jar
+SPARK_JVM_JAR := registry/spark/jvm/registry-spark.jar
+SPARK_JVM_SOURCES := $(sort $(wildcard registry/spark/jvm/*.java))
+jvm: $(TEST_STAMP)
+ifeq ($(JAVAC),)
+	@echo "make jvm: javac not found: registry.spark decodes with spark-avro's from_avro (slower)"
+else
+	@$(MAKE) --no-print-directory $(SPARK_JVM_JAR)
+endif
+
+$(SPARK_JVM_JAR): $(SPARK_JVM_SOURCES)
+	rm -rf $(VENV)/jvm-classes && mkdir -p $(VENV)/jvm-classes
+	$(JAVAC) -nowarn --release 17 -d $(VENV)/jvm-classes \
+	  -cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
+	  $(SPARK_JVM_SOURCES)
+	$(JAR_TOOL) --create --file $@ -C $(VENV)/jvm-classes registry
+
 # An editable install leaves our modules uncompiled, and where PYTHONDONTWRITEBYTECODE is
 # set (as on CI) every start compiles them again: ~70 ms of each cold start
 # (bench/cold_start.py). A wheel install compiles them; this does the same for the
@@ -61,7 +83,7 @@ run: install
 	$(BIN)/schema-registry serve $(CONFIG)
 
 ## test: install what the tests need, fetch Kafka and ZooKeeper, run every test
-test: $(TEST_STAMP) bytecode native infra-fetch js-fetch
+test: $(TEST_STAMP) bytecode native jvm infra-fetch js-fetch
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
 ## browser: Debian's chromium for the web UI tests (tests/api/test_web_ui.py, Playwright
@@ -155,7 +177,7 @@ bench: $(TEST_STAMP) bytecode
 	$(BIN)/python bench/register_latency.py
 
 ## bench-spark: registry.spark decoding 1M records against bare from_avro and a fastavro UDF (~2 min)
-bench-spark: $(TEST_STAMP) bytecode infra-fetch
+bench-spark: $(TEST_STAMP) bytecode jvm infra-fetch
 	$(BIN)/python bench/spark_decode.py
 
 clean: docker-engine-stop

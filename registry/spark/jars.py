@@ -9,10 +9,16 @@ session starts (unlike `spark.jars.packages`)::
     spark = (SparkSession.builder
              .config("spark.jars", connector_jars(".infra/jars/spark"))
              .getOrCreate())
+
+The list also holds registry.spark's own jar where `make` built it (`DECODER_JAR`, from
+registry/spark/jvm): the Avro decoder's JVM expression, which decodes framed records
+in one step. Without it the decoder writes the same decoding with spark-avro alone.
 """
 from __future__ import annotations
 
 from pathlib import Path
+
+DECODER_JAR = Path(__file__).resolve().parent / "jvm" / "registry-spark.jar"
 
 # Each must be on the class path: the Kafka source needs the other three.
 REQUIRED = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "spark-avro_",
@@ -20,7 +26,8 @@ REQUIRED = ("spark-sql-kafka-0-10_", "spark-token-provider-kafka-0-10_", "spark-
 
 
 def connector_jars(folder: str | Path) -> str:
-    """The jars in `folder` as the comma list `spark.jars` takes (absolute paths).
+    """The jars in `folder`, and `DECODER_JAR` if built, as the comma list `spark.jars`
+    takes (absolute paths).
 
     Does not block. Raises FileNotFoundError, saying how to fetch them, when the
     folder is missing or lacks one of the connectors.
@@ -34,4 +41,6 @@ def connector_jars(folder: str | Path) -> str:
             f"Spark connector jars missing from {root}: {', '.join(missing)}. Fetch them with "
             "`make infra-fetch` (or `mvn -f infra/spark-pom.xml -P spark "
             "dependency:copy-dependencies -Djars.dir=<dir>`, which fills <dir>/spark)")
+    if DECODER_JAR.is_file():
+        jars.append(DECODER_JAR)
     return ",".join(str(jar) for jar in jars)

@@ -75,6 +75,29 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             SparkContext._jvm = None
 
 
+@pytest.fixture(params=["jvm", "from_avro"])
+def avro_decoding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, spark: Any) -> str:
+    """Each Avro decoding test twice: with registry.spark's JVM expression (its jar, which
+    `make jvm` builds, is on the session's class path), and written with spark-avro's
+    from_avro alone, as where the jar is not (or over Spark Connect)."""
+    from registry.spark import decode
+
+    if request.param == "from_avro":
+        monkeypatch.setattr(decode, "_jvm_expression", lambda df: None)
+    else:
+        require_jvm_expression(spark)
+    return str(request.param)
+
+
+def require_jvm_expression(spark: Any) -> None:
+    """Fail, saying how to build it, where registry.spark's jar is not on the class path."""
+    from registry.spark import decode
+
+    if decode._jvm_expression(spark.range(1)) is None:
+        pytest.fail("registry.spark's JVM expression is not on the session's class path: "
+                    "build its jar with `make jvm` (needs javac)", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A registry on the embedded store for the Spark tests (killed at the end)."""

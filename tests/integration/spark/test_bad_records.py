@@ -19,7 +19,7 @@ from registry.serde import AvroSerializer
 from registry.spark import AvroDecoder, DecodeMode
 from tests.integration.spark.conftest import PAYMENT_V1, PAYMENT_V2, binary_frame, payment_v1, payment_v2
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("avro_decoding")]
 
 UNKNOWN_ID = 987_654
 

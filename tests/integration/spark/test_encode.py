@@ -11,7 +11,7 @@ from registry.serde import AvroDeserializer
 from registry.spark import AvroDecoder, AvroEncoder
 from tests.integration.spark.conftest import PAYMENT_V2, PaymentTopic
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("avro_decoding")]
 
 
 def test_decode_then_encode_round_trips(spark: SparkSession, kafka_bootstrap: str,

@@ -28,7 +28,7 @@ from tests.integration.spark.conftest import (
     produce,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("avro_decoding")]
 
 QUERY_TIMEOUT_S = 120
 

@@ -150,6 +150,7 @@ def avro_resolution(spark: SparkSession, frames: list[bytes], writer: str, reade
             .orderBy("n"))
 
 
+@pytest.mark.usefixtures("avro_decoding")
 def test_rows_and_type_are_avros_for_widened_defaulted_and_copied_fields(
         spark: SparkSession, client: SchemaRegistryClient, caplog: pytest.LogCaptureFixture) -> None:
     subject, writer_id, frames = register_pair(client, WIDE_WRITER, WIDE_READER, [wide(n) for n in range(6)])
@@ -171,6 +172,7 @@ def test_rows_and_type_are_avros_for_widened_defaulted_and_copied_fields(
     assert "resolving every writer schema with Avro" not in caplog.text, "the reshaped type was the reader's"
 
 
+@pytest.mark.usefixtures("avro_decoding")
 def test_a_corrupt_payload_of_a_reshaped_writer_is_a_bad_record_not_defaults(
         spark: SparkSession, client: SchemaRegistryClient) -> None:
     subject, writer_id, frames = register_pair(client, WIDE_WRITER, WIDE_READER, [wide(1), wide(2)])
@@ -186,6 +188,7 @@ def test_a_corrupt_payload_of_a_reshaped_writer_is_a_bad_record_not_defaults(
         decoder.decode(binary_frame(spark, [cut]), into="v").collect()
 
 
+@pytest.mark.usefixtures("avro_decoding")
 def test_a_reader_whose_fields_may_all_be_null_still_tells_bad_records_apart(
         spark: SparkSession, client: SchemaRegistryClient) -> None:
     writer = record([{"name": "x", "type": "int"}, {"name": "n", "type": ["null", "string"], "default": None}])
@@ -202,6 +205,7 @@ def test_a_reader_whose_fields_may_all_be_null_still_tells_bad_records_apart(
     assert rows[2].value_error.startswith("truncated or corrupt payload")
 
 
+@pytest.mark.usefixtures("avro_decoding")
 def test_the_readers_own_schema_is_decoded_without_resolution_and_alike(
         spark: SparkSession, client: SchemaRegistryClient) -> None:
     subject, writer_id, frames = register_pair(client, WIDE_WRITER, WIDE_READER, [wide(3)])
