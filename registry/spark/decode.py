@@ -255,7 +255,13 @@ class AvroDecoder:
         ok = self._decoded_ok(F.col(staged), value)
         struct = F.col(staged).dropFields(_DECODED) if self._witness == _DECODED else F.col(staged)
         reason = self._reason(value)
-        if mode is DecodeMode.PERMISSIVE:
+        if framed is not None and mode is DecodeMode.FAILFAST:
+            # Our expression is null for exactly the bad records (a record reader never reads
+            # a null datum), so the struct is read once, and Spark merges the two projections.
+            failure = F.concat(F.lit(f"registry.spark: cannot decode column {column!r}: "), reason,
+                               F.lit(". Decode with mode=PERMISSIVE to route bad records to an error column."))
+            out = {into: F.coalesce(struct, F.when(value.isNotNull(), F.raise_error(failure)))}
+        elif mode is DecodeMode.PERMISSIVE:
             out = {into: F.when(ok, struct),
                    error_column: F.when(ok | value.isNull(), F.lit(None).cast("string")).otherwise(reason)}
         else:
