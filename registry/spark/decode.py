@@ -238,9 +238,9 @@ class AvroDecoder:
             raise ValueError(f"PERMISSIVE keeps the raw bytes in {column!r}: choose other column names")
         staged = f"__{into}_staged"
         value = F.col(column)
-        # Two projections: the decoding runs once, in the first, and its result is read
-        # by both the struct and the error (Spark does not merge a projection whose
-        # costly expression the next one reads twice).
+        # The decoding runs once, in a projection of its own, where the next one reads its
+        # result twice (Spark does not merge a projection whose costly expression the
+        # next one reads twice): for the struct and the error, or the test of a record.
         framed = _jvm_expression(df) if self.reader.is_record else None
         if framed is not None:
             decoded = df.withColumn(staged, framed(value, self._jvm_spec()))
@@ -255,19 +255,18 @@ class AvroDecoder:
         ok = self._decoded_ok(F.col(staged), value)
         struct = F.col(staged).dropFields(_DECODED) if self._witness == _DECODED else F.col(staged)
         reason = self._reason(value)
-        if framed is not None and mode is DecodeMode.FAILFAST:
-            # Our expression is null for exactly the bad records (a record reader never reads
-            # a null datum), so the struct is read once, and Spark merges the two projections.
-            failure = F.concat(F.lit(f"registry.spark: cannot decode column {column!r}: "), reason,
-                               F.lit(". Decode with mode=PERMISSIVE to route bad records to an error column."))
-            out = {into: F.coalesce(struct, F.when(value.isNotNull(), F.raise_error(failure)))}
-        elif mode is DecodeMode.PERMISSIVE:
+        failure = F.raise_error(F.concat(
+            F.lit(f"registry.spark: cannot decode column {column!r}: "), reason,
+            F.lit(". Decode with mode=PERMISSIVE to route bad records to an error column.")))
+        if mode is DecodeMode.PERMISSIVE:
             out = {into: F.when(ok, struct),
                    error_column: F.when(ok | value.isNull(), F.lit(None).cast("string")).otherwise(reason)}
+        elif framed is not None:
+            # Our expression is null for exactly the bad records (a record reader never reads
+            # a null datum): the struct is read once, and Spark merges the two projections.
+            out = {into: F.coalesce(struct, F.when(value.isNotNull(), failure))}
         else:
-            failure = F.concat(F.lit(f"registry.spark: cannot decode column {column!r}: "), reason,
-                               F.lit(". Decode with mode=PERMISSIVE to route bad records to an error column."))
-            out = {into: F.when(ok, struct).when(value.isNull(), F.lit(None)).otherwise(F.raise_error(failure))}
+            out = {into: F.when(ok, struct).when(value.isNull(), F.lit(None)).otherwise(failure)}
         return decoded.withColumns(out).drop(staged)
 
     def for_each_batch(self, fn: Callable[[DataFrame, int], None], column: str = "value", *,
