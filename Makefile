@@ -49,27 +49,28 @@ else
 	cp $(VENV)/cargo-target/release/lib_avro_native.so registry/serde/_avro_native$(EXT_SUFFIX)
 endif
 
-# registry/spark's JVM expression (registry/spark/jvm), built with javac where it is found,
-# against the Spark jars pyspark ships, into the jar `connector_jars` adds to a session;
-# without it registry/spark decodes with spark-avro's from_avro (slower). Rebuilt when a
-# source changes.
-JAVAC := $(shell command -v javac 2>/dev/null)
-JAR_TOOL = $(dir $(realpath $(JAVAC)))jar
+# registry/spark's JVM expression (registry/spark/jvm), compiled with javac against the
+# Spark jars pyspark ships into the jar `connector_jars` adds to a session; without it
+# registry/spark decodes with spark-avro's from_avro (slower), and the tests of the
+# expression fail, saying so. Where javac is missing and we are root, Debian's JDK 17 is
+# installed (infra already needs Java 17). Rebuilt when a source changes.
 SPARK_JVM_JAR := registry/spark/jvm/registry-spark.jar
 SPARK_JVM_SOURCES := $(sort $(wildcard registry/spark/jvm/*.java))
 jvm: $(TEST_STAMP)
-ifeq ($(JAVAC),)
-	@echo "make jvm: javac not found: registry.spark decodes with spark-avro's from_avro (slower)"
-else
-	@$(MAKE) --no-print-directory $(SPARK_JVM_JAR)
-endif
+	@command -v javac >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless \
+	      || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless; }; \
+	  fi; }
+	@if command -v javac >/dev/null 2>&1; then $(MAKE) --no-print-directory $(SPARK_JVM_JAR); \
+	else echo "make jvm: javac not found: registry.spark decodes with spark-avro's from_avro (slower)"; fi
 
 $(SPARK_JVM_JAR): $(SPARK_JVM_SOURCES)
 	rm -rf $(VENV)/jvm-classes && mkdir -p $(VENV)/jvm-classes
-	$(JAVAC) -nowarn --release 17 -d $(VENV)/jvm-classes \
+	javac -nowarn --release 17 -d $(VENV)/jvm-classes \
 	  -cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" \
 	  $(SPARK_JVM_SOURCES)
-	$(JAR_TOOL) --create --file $@ -C $(VENV)/jvm-classes registry
+	"$$(dirname "$$(readlink -f "$$(command -v javac)")")/jar" --create --file $@ -C $(VENV)/jvm-classes registry
 
 # An editable install leaves our modules uncompiled, and where PYTHONDONTWRITEBYTECODE is
 # set (as on CI) every start compiles them again: ~70 ms of each cold start
