@@ -62,6 +62,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -407,6 +408,10 @@ class AvroDecoder:
 
 
 _JVM_CLASS = "registry.spark.jvm.FramedAvroToCatalyst"
+# Per JVM (py4j's view of it, alive as long as its gateway) and class name: the class if
+# it loads and its probe passes, else None. Looking it up and probing it costs ~9 ms of
+# py4j round trips, which `for_each_batch` would otherwise pay every micro-batch.
+_JVM_CLASSES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def _jvm_expression(df: DataFrame) -> Callable[[Column, str], Column] | None:
@@ -420,16 +425,11 @@ def _jvm_expression(df: DataFrame) -> Callable[[Column, str], Column] | None:
         return None
     if jvm is None:
         return None
-    expression = jvm
-    for part in _JVM_CLASS.split("."):
-        expression = getattr(expression, part)
-    if not isinstance(expression, JavaClass):  # py4j's answer for a class it cannot load
-        return None
-    try:
-        expression.probe()
-    except Py4JError as exc:  # a LinkageError in the JVM, or not the class this module knows
-        log.warning("registry.spark: the decoder's jar does not work with this Spark (%s); "
-                    "decoding with spark-avro's from_avro instead", exc)
+    known = _JVM_CLASSES.setdefault(jvm, {})
+    if _JVM_CLASS not in known:
+        known[_JVM_CLASS] = _working_class(jvm, _JVM_CLASS)
+    expression = known[_JVM_CLASS]
+    if expression is None:
         return None
     from pyspark.sql.classic.column import _to_java_column  # classic sessions only
 
@@ -438,6 +438,22 @@ def _jvm_expression(df: DataFrame) -> Callable[[Column, str], Column] | None:
     def build(value: Column, spec: str) -> Column:
         return Column(utils.column(expression(utils.expression(_to_java_column(value)), spec)))
     return build
+
+
+def _working_class(jvm: Any, name: str) -> Any:
+    """Class `name` in `jvm` if it loads and its `probe()` passes, else None."""
+    found = jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, JavaClass):  # py4j's answer for a class it cannot load
+        return None
+    try:
+        found.probe()
+    except Py4JError as exc:  # a LinkageError in the JVM, or not the class this module knows
+        log.warning("registry.spark: the decoder's jar does not work with this Spark (%s); "
+                    "decoding with spark-avro's from_avro instead", exc)
+        return None
+    return found
 
 
 class BatchDecoding:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -264,5 +265,16 @@ def test_a_jar_that_does_not_work_with_this_spark_is_left_out_saying_so(
     # A class without the probe stands for a jar built against another Spark, whose probe
     # throws a LinkageError: both reach Python as a py4j error.
     monkeypatch.setattr(decode, "_JVM_CLASS", "java.lang.Integer")
+    monkeypatch.setattr(decode, "_JVM_CLASSES", weakref.WeakKeyDictionary())  # the warning is logged once per JVM
     assert decode._jvm_expression(spark.range(1)) is None
     assert "does not work with this Spark" in caplog.text
+
+
+def test_the_class_is_looked_up_and_probed_once_per_jvm(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    probes: list[str] = []
+    working_class = decode._working_class
+    monkeypatch.setattr(decode, "_JVM_CLASSES", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(decode, "_working_class", lambda jvm, name: probes.append(name) or working_class(jvm, name))
+    assert decode._jvm_expression(spark.range(1)) is not None
+    assert decode._jvm_expression(spark.range(2)) is not None
+    assert probes == [decode._JVM_CLASS], "for_each_batch decodes every micro-batch: ~9 ms of py4j each, else"
