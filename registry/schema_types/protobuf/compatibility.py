@@ -33,9 +33,15 @@ Deliberate differences from Confluent, each on the side of refusing data loss:
   and a group turning into a message field (or back) is FIELD_KIND_CHANGED, as their
   wire types differ.
 
-Bounded work: a (writer type, reader type) pair is compared once per check and its
-result reused; a pair met again while it is being compared (recursive types) adds
-nothing there, since its own comparison reports its differences.
+Bounded work: a (writer type, reader type) pair is compared once per check; met again,
+only its verdict (whether it found anything incompatible) is reused. A pair met again
+while it is being compared (recursive types) adds nothing there, since its own
+comparison reports its differences. Every difference goes, once, into one ordered set
+for the whole check: a pair's differences name paths under its own type, so they are
+the same wherever the pair is met, and copying them into each field that reaches the
+type (what this module did before) multiplied them by every path to it, k**d for d
+levels of k fields each. Each step (a field, a oneof, a declared type) is counted
+against a budget proportional to the schemas' sizes; past it, `TooMuchWork`.
 """
 from __future__ import annotations
 
@@ -205,85 +211,117 @@ def _table(side: Side, name: str) -> _Table:
 # --- The comparison -----------------------------------------------------------------------
 
 
+class TooMuchWork(Exception):
+    """The comparison needed more steps than its budget allows."""
+
+
+_UNLIMITED: Final = 1 << 62
+
+
 class _Comparison:
-    def __init__(self, writer: Side, reader: Side) -> None:
+    def __init__(self, writer: Side, reader: Side, budget: int) -> None:
         self.writer = writer
         self.reader = reader
-        self.out: list[Difference] = []
-        self.memo: dict[tuple[str, str], list[Difference]] = {}
+        # Every difference once, in the order first found (a dict keeps insertion order):
+        # the order Confluent's walk reports them in, duplicates dropped.
+        self.found: dict[Difference, None] = {}
+        self.verdicts: dict[tuple[str, str], bool] = {}
+        """Per compared pair: whether it, or a type it reaches, is incompatible."""
         self.active: set[tuple[str, str]] = set()
+        self.budget = budget
+        self.spent = 0
+
+    def spend(self, steps: int) -> None:
+        self.spent += steps
+        if self.spent > self.budget:
+            raise TooMuchWork(self.budget)
+
+    def add(self, kind: DifferenceType, path: str) -> bool:
+        """Record a difference; True if it is incompatible."""
+        self.found[Difference(kind, path)] = None
+        return not kind.compatible
 
     def run(self) -> list[Difference]:
         writer_file, reader_file = self.writer.main, self.reader.main
         if writer_file.package != reader_file.package:
-            self.out.append(Difference(DifferenceType.PACKAGE_CHANGED, "#/"))
+            self.add(DifferenceType.PACKAGE_CHANGED, "#/")
         self.types(writer_file.package, reader_file.package,
                    _declared(writer_file.message_type, ()), writer_file.enum_type,
-                   _declared(reader_file.message_type, ()), reader_file.enum_type, [], self.out)
-        return list(dict.fromkeys(self.out))
+                   _declared(reader_file.message_type, ()), reader_file.enum_type, [])
+        return list(self.found)
 
     def types(self, writer_scope: str, reader_scope: str,
               writer_messages: Iterable[MessageProto], writer_enums: Iterable[EnumProto],
               reader_messages: Iterable[MessageProto], reader_enums: Iterable[EnumProto],
-              path: list[str], out: list[Difference]) -> None:
+              path: list[str]) -> None:
         """Confluent's compareTypeElements: messages and enums matched by name."""
         old_messages = {m.name: (i, m) for i, m in enumerate(writer_messages)}
         new_messages = {m.name: (i, m) for i, m in enumerate(reader_messages)}
-        for name in sorted(old_messages.keys() | new_messages.keys()):
+        names = sorted(old_messages.keys() | new_messages.keys())
+        self.spend(len(names))
+        for name in names:
             here = _path(*path, name)
             if name not in new_messages:
-                out.append(Difference(DifferenceType.MESSAGE_REMOVED, here))
+                self.add(DifferenceType.MESSAGE_REMOVED, here)
             elif name not in old_messages:
-                out.append(Difference(DifferenceType.MESSAGE_ADDED, here))
+                self.add(DifferenceType.MESSAGE_ADDED, here)
             else:
                 (old_index, old), (new_index, new) = old_messages[name], new_messages[name]
                 writer_name, reader_name = _join(writer_scope, name), _join(reader_scope, name)
-                out.extend(self.message(writer_name, reader_name, [*path, name]))
+                self.message(writer_name, reader_name, [*path, name])
                 self.types(writer_name, reader_name, _declared(old.nested_type, old.field),
                            old.enum_type, _declared(new.nested_type, new.field), new.enum_type,
-                           [*path, name], out)
+                           [*path, name])
                 if old_index != new_index:
-                    out.append(Difference(DifferenceType.MESSAGE_MOVED, here))
+                    self.add(DifferenceType.MESSAGE_MOVED, here)
         old_enums = {e.name: e for e in writer_enums}
         new_enums = {e.name: e for e in reader_enums}
         for name in sorted(old_enums.keys() | new_enums.keys()):
             here = [*path, name]
             if name not in new_enums:
-                out.append(Difference(DifferenceType.ENUM_REMOVED, _path(*here)))
+                self.add(DifferenceType.ENUM_REMOVED, _path(*here))
             elif name not in old_enums:
-                out.append(Difference(DifferenceType.ENUM_ADDED, _path(*here)))
+                self.add(DifferenceType.ENUM_ADDED, _path(*here))
             else:
-                out.extend(_enum(old_enums[name], new_enums[name], here))
+                old_enum, new_enum = old_enums[name], new_enums[name]
+                self.spend(len(old_enum.value) + len(new_enum.value))
+                for difference in _enum(old_enum, new_enum, here):
+                    self.found[difference] = None
 
-    def message(self, writer_name: str, reader_name: str, path: list[str]) -> list[Difference]:
+    def message(self, writer_name: str, reader_name: str, path: list[str]) -> bool:
         """Confluent's MessageSchemaDiff.compare of two messages' fields (not their nested
-        types), with paths rooted at `path`. Memoized per pair."""
+        types), with paths rooted at `path`; True if it found anything incompatible.
+        Each pair is compared once per check: met again, its verdict is reused (its
+        differences are in `found` already)."""
         pair = (writer_name, reader_name)
-        known = self.memo.get(pair)
+        known = self.verdicts.get(pair)
         if known is not None:
             return known
         if pair in self.active:
-            return []  # recursive type: this pair's own comparison reports its differences
+            return False  # recursive type: this pair's own comparison reports its differences
         self.active.add(pair)
         try:
-            found = self._message(_table(self.writer, writer_name),
-                                  _table(self.reader, reader_name), path)
+            verdict = self._message(_table(self.writer, writer_name),
+                                    _table(self.reader, reader_name), path)
         finally:
             self.active.discard(pair)
-        self.memo[pair] = found
-        return found
+        self.verdicts[pair] = verdict
+        return verdict
 
-    def _message(self, old: _Table, new: _Table, path: list[str]) -> list[Difference]:
-        out: list[Difference] = []
+    def _message(self, old: _Table, new: _Table, path: list[str]) -> bool:
+        add = self.add
+        broken = False
         old_by_tag, old_oneof_of, old_oneofs = old.by_tag, old.oneof_of, old.oneofs
         new_by_tag, new_oneof_of, new_oneofs = new.by_tag, new.oneof_of, new.oneofs
+        tags = sorted(old_by_tag.keys() | new_by_tag.keys())
+        self.spend(1 + len(tags) + len(old_oneofs) + len(new_oneofs))
 
-        deleted_oneofs = {name for name, tags in old_oneofs.items()
-                          if name not in new_oneofs and not any(t in new_by_tag for t in tags)}
-        for name, tags in new_oneofs.items():
+        deleted_oneofs = {name for name, members in old_oneofs.items()
+                          if name not in new_oneofs and not any(t in new_by_tag for t in members)}
+        for name, members in new_oneofs.items():
             origins: set[str] = set()
             moved_in = 0
-            for tag in tags:
+            for tag in members:
                 if tag in old_oneof_of:
                     origins.add("oneof:" + old_oneof_of[tag])
                 elif tag in old_by_tag:
@@ -292,84 +330,85 @@ class _Comparison:
             if len(origins) > 1:
                 kind = (DifferenceType.MULTIPLE_FIELDS_MOVED_TO_ONEOF if moved_in > 1
                         else DifferenceType.FIELD_MOVED_TO_EXISTING_ONEOF)
-                out.append(Difference(kind, _path(*path, name)))
+                broken |= add(kind, _path(*path, name))
         for name in sorted(old_oneofs.keys() | new_oneofs.keys()):
             if name not in new_oneofs:
-                out.append(Difference(DifferenceType.ONEOF_REMOVED, _path(*path, name)))
+                broken |= add(DifferenceType.ONEOF_REMOVED, _path(*path, name))
             elif name not in old_oneofs:
-                out.append(Difference(DifferenceType.ONEOF_ADDED, _path(*path, name)))
+                broken |= add(DifferenceType.ONEOF_ADDED, _path(*path, name))
 
-        for tag in sorted(old_by_tag.keys() | new_by_tag.keys()):
+        for tag in tags:
             old_field, new_field = old_by_tag.get(tag), new_by_tag.get(tag)
             old_oneof, new_oneof = old_oneof_of.get(tag), new_oneof_of.get(tag)
             if new_field is None:
                 assert old_field is not None
                 if old_oneof is not None:
                     if old_oneof not in deleted_oneofs:
-                        out.append(Difference(DifferenceType.ONEOF_FIELD_REMOVED,
-                                              _path(*path, old_oneof, str(tag))))
+                        broken |= add(DifferenceType.ONEOF_FIELD_REMOVED,
+                                      _path(*path, old_oneof, str(tag)))
                 else:
                     required = old_field.label == _REQUIRED
-                    out.append(Difference(DifferenceType.REQUIRED_FIELD_REMOVED if required
-                                          else DifferenceType.FIELD_REMOVED, _path(*path, str(tag))))
+                    broken |= add(DifferenceType.REQUIRED_FIELD_REMOVED if required
+                                  else DifferenceType.FIELD_REMOVED, _path(*path, str(tag)))
             elif old_field is None:
                 if new_oneof is not None:
-                    out.append(Difference(DifferenceType.ONEOF_FIELD_ADDED,
-                                          _path(*path, new_oneof, str(tag))))
+                    broken |= add(DifferenceType.ONEOF_FIELD_ADDED,
+                                  _path(*path, new_oneof, str(tag)))
                 else:
                     required = new_field.label == _REQUIRED
-                    out.append(Difference(DifferenceType.REQUIRED_FIELD_ADDED if required
-                                          else DifferenceType.FIELD_ADDED, _path(*path, str(tag))))
+                    broken |= add(DifferenceType.REQUIRED_FIELD_ADDED if required
+                                  else DifferenceType.FIELD_ADDED, _path(*path, str(tag)))
             else:
                 if old_oneof is not None and new_oneof is None:
-                    out.append(Difference(DifferenceType.ONEOF_FIELD_MOVED_TO_TOP_LEVEL,
-                                          _path(*path, str(tag))))
+                    broken |= add(DifferenceType.ONEOF_FIELD_MOVED_TO_TOP_LEVEL,
+                                  _path(*path, str(tag)))
                 field_path = [*path, new_oneof, str(tag)] if new_oneof else [*path, str(tag)]
                 if old_field.name != new_field.name:
-                    out.append(Difference(DifferenceType.FIELD_NAME_CHANGED, _path(*field_path)))
-                self.typed(old_field, new_field, field_path, out)
-        return out
+                    broken |= add(DifferenceType.FIELD_NAME_CHANGED, _path(*field_path))
+                broken |= self.typed(old_field, new_field, field_path)
+        return broken
 
-    def typed(self, old: _Field, new: _Field, path: list[str], out: list[Difference]) -> None:
-        """Confluent's compareLabelsAndTypes."""
+    def typed(self, old: _Field, new: _Field, path: list[str]) -> bool:
+        """Confluent's compareLabelsAndTypes; True if it found anything incompatible."""
         if old.kind != new.kind:
-            out.append(Difference(DifferenceType.FIELD_KIND_CHANGED, _path(*path)))
-        elif old.kind == "SCALAR":
+            return self.add(DifferenceType.FIELD_KIND_CHANGED, _path(*path))
+        if old.kind == "SCALAR":
             if old.scalar_group != new.scalar_group:
-                out.append(Difference(DifferenceType.FIELD_SCALAR_KIND_CHANGED, _path(*path)))
-            elif old.label is not None and new.label is not None and old.label != new.label:
+                return self.add(DifferenceType.FIELD_SCALAR_KIND_CHANGED, _path(*path))
+            if old.label is not None and new.label is not None and old.label != new.label:
                 kind = (DifferenceType.FIELD_STRING_OR_BYTES_LABEL_CHANGED
                         if old.scalar_group == "STRING_OR_BYTES"
                         else DifferenceType.FIELD_NUMERIC_LABEL_CHANGED)
-                out.append(Difference(kind, _path(*path)))
-        elif old.kind == "MAP":
+                return self.add(kind, _path(*path))
+            return False
+        if old.kind == "MAP":
             assert old.key and old.value and new.key and new.value
-            self.typed(old.key, new.key, path, out)
-            self.typed(old.value, new.value, path, out)
-        else:
-            self.named(old, new, path, out)
+            key_broken = self.typed(old.key, new.key, path)
+            return self.typed(old.value, new.value, path) or key_broken
+        return self.named(old, new, path)
 
-    def named(self, old: _Field, new: _Field, path: list[str], out: list[Difference]) -> None:
+    def named(self, old: _Field, new: _Field, path: list[str]) -> bool:
         """Confluent's compareMessageTypes: same name without package, compatible content."""
         old_name, new_name = old.type_name, new.type_name
         old_local = _local(old_name, self.writer.symbols.package_of.get(old_name, ""))
         new_local = _local(new_name, self.reader.symbols.package_of.get(new_name, ""))
         if old_local != new_local:
-            out.append(Difference(DifferenceType.FIELD_NAMED_TYPE_CHANGED, _path(*path)))
-            return
+            return self.add(DifferenceType.FIELD_NAMED_TYPE_CHANGED, _path(*path))
         if _same_definition(self.writer, self.reader, old_name, new_name):
-            return  # one referenced file on both sides (Confluent: same subject and version)
-        found = self.message(old_name, new_name, old_local.split("."))
-        out.extend(found)
-        if any(not d.compatible for d in found):
-            out.append(Difference(DifferenceType.FIELD_NAMED_TYPE_CHANGED, _path(*path)))
+            return False  # one referenced file on both sides (Confluent: same subject and version)
+        if self.message(old_name, new_name, old_local.split(".")):
+            return self.add(DifferenceType.FIELD_NAMED_TYPE_CHANGED, _path(*path))
+        return False
 
 
-def compare(writer: Side, reader: Side) -> list[Difference]:
+def compare(writer: Side, reader: Side, budget: int = _UNLIMITED) -> list[Difference]:
     """Every difference between `writer` (Confluent's original) and `reader` (its update),
-    compatible ones included, duplicates removed. Time is linear in the sizes of both
-    schemas and the types they reach."""
-    return _Comparison(writer, reader).run()
+    compatible ones included, each once, in the order Confluent's walk finds them.
+
+    Each pair of message types is compared once, so time is linear in the fields of
+    the pairs compared; raises TooMuchWork once more than `budget` steps (fields,
+    oneofs, enum values, declared types) were needed."""
+    return _Comparison(writer, reader, budget).run()
 
 
 def _path(*parts: str) -> str:

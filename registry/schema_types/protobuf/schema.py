@@ -27,6 +27,14 @@ from registry.schema_types.protobuf.symbols import FileProto, MessageProto, Symb
 
 _JSON_NAME: Final = 10  # FieldDescriptorProto.json_name, in SourceCodeInfo paths
 
+WORK_PER_ELEMENT: Final = 10
+"""Compatibility steps allowed per element (message, field, enum, enum value) of the two
+schemas and what they import. Each pair of message types is compared once, so a check
+of two schemas takes about one step per element; more means types of one local name
+in many packages paired every way, which is refused rather than compared."""
+MIN_WORK: Final = 50_000
+"""Steps every check may take, however small its schemas (as JSON Schema's MIN_WORK)."""
+
 
 class ProtobufSchema:
     """A compiled Protobuf schema (see `ParsedSchema`). Immutable; safe to share.
@@ -99,8 +107,21 @@ class ProtobufSchema:
         if not isinstance(writer, ProtobufSchema):
             return [f"#/: a Protobuf reader cannot read data written with a "
                     f"{writer.schema_type} schema"]
-        differences = compatibility.compare(writer, self)
+        budget = WORK_PER_ELEMENT * (self._size + writer._size) + MIN_WORK
+        try:
+            differences = compatibility.compare(writer, self, budget)
+        except compatibility.TooMuchWork:
+            return [f"#/: deciding compatibility would take more than {budget} comparison "
+                    f"steps (the limit for schemas of this size), so the schemas are treated "
+                    f"as incompatible"]
         return [difference.message() for difference in differences if not difference.compatible]
+
+    @cached_property
+    def _size(self) -> int:
+        """Messages, fields, enums and enum values of every file: what a comparison may visit."""
+        symbols = self.symbols
+        return (sum(1 + len(m.field) for m in symbols.messages.values())
+                + sum(1 + len(e.value) for e in symbols.enums.values()))
 
     def __repr__(self) -> str:
         return f"ProtobufSchema({self._canonical!r})"
