@@ -29,7 +29,7 @@ class AuditEvent:
     principal: str
     authentication: str  # BASIC, BEARER, CERTIFICATE, ANONYMOUS, or empty when unauthenticated
     client: str
-    operation: str  # write, delete, config, mode, import
+    operation: str  # write, delete, config, mode, import (a refused forwarded identity's: any)
     resource: str  # subject:<name>, schema:<id> or global
     method: str
     target: str  # path and query as sent
@@ -37,6 +37,10 @@ class AuditEvent:
     result: str  # accepted, denied or failed
     node: str  # the node that logged it
     forwarded_by: str = ""
+    # A forwarded identity refused as untrusted: the name it claimed (never believed),
+    # and why it was refused. Its `principal` stays empty: nobody was authenticated.
+    claimed: str = ""
+    reason: str = ""
 
 
 class AuditLog:

@@ -73,6 +73,9 @@ DEFAULTS: dict[str, str] = {
     "authorization.rules.file": "",
     "inter.instance.secret": "",
     "inter.instance.principals": "",
+    # Origins (scheme://host[:port]) whose pages may send changes; `*`: any
+    # (Confluent's CORS property; see registry/http/security/cross_site.py).
+    "access.control.allow.origin": "",
     "audit.log.file": "",
     "metrics.enabled": "true",
     "group.commit.enable": "",
@@ -321,6 +324,11 @@ class Settings:
     def inter_instance_principals(self) -> frozenset[str]:
         """Certificate principals of the cluster's own nodes (mTLS between nodes)."""
         return frozenset(p.strip() for p in self.get("inter.instance.principals").split(";") if p.strip())
+
+    @property
+    def allowed_origins(self) -> frozenset[str]:
+        """`access.control.allow.origin`: the other origins whose pages may send changes."""
+        return frozenset(o.strip() for o in self.get("access.control.allow.origin").split(",") if o.strip())
 
     @property
     def audit_log_file(self) -> str:

@@ -49,7 +49,7 @@ class AsgiClient:
         self.at_once = at_once
 
     def request(self, method: str, target: str, body: bytes | str | dict | None = None,
-                headers: dict[str, str] | None = None, chunks: list[bytes] | None = None,
+                headers: dict[str, str] | list[tuple[str, str]] | None = None, chunks: list[bytes] | None = None,
                 more_after_last: bool = False, extensions: dict[str, Any] | None = None) -> Answer:
         """One request. `chunks` sends the body in pieces; `more_after_last` says more
         would follow the last one, which never comes (a body that stops arriving).
@@ -60,13 +60,14 @@ class AsgiClient:
             body = body.encode()
         raw = target.encode("latin-1") if isinstance(target, str) else target
         path, _, query = raw.partition(b"?")
-        sent = dict(headers or {})
-        if body is not None and not any(k.lower() == "content-type" for k in sent):
-            sent["Content-Type"] = CONTENT_TYPE
+        # A list of pairs sends a header several times (a dict, once each).
+        sent = list(headers.items() if isinstance(headers, dict) else headers or [])
+        if body is not None and not any(k.lower() == "content-type" for k, _ in sent):
+            sent.append(("Content-Type", CONTENT_TYPE))
         framing = {"content-length", "transfer-encoding"}
-        if (body is not None or chunks is not None) and not any(k.lower() in framing for k in sent):
+        if (body is not None or chunks is not None) and not any(k.lower() in framing for k, _ in sent):
             # As any HTTP/1.1 client frames a body (without, the server reads none).
-            sent["Content-Length"] = str(len(body) if chunks is None else sum(map(len, chunks)))
+            sent.append(("Content-Length", str(len(body) if chunks is None else sum(map(len, chunks)))))
         messages = ([{"type": "http.request", "body": c, "more_body": more_after_last or i < len(chunks) - 1}
                      for i, c in enumerate(chunks)] if chunks is not None
                     else [{"type": "http.request", "body": body or b"", "more_body": False}])
@@ -74,12 +75,12 @@ class AsgiClient:
             "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
             "scheme": "http", "path": path.decode("latin-1"), "raw_path": path, "query_string": query,
             "root_path": "", "server": ("127.0.0.1", 8081), "client": ("127.0.0.1", 50000),
-            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in sent.items()],
+            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in sent],
         }
         if extensions is not None:
             scope["extensions"] = extensions
         if (self.at_once is not None and method in ("GET", "POST") and chunks is None
-                and not any(k.lower() in _NOT_AT_ONCE for k in sent)):
+                and not any(k.lower() in _NOT_AT_ONCE for k, _ in sent)):
             # As the listener asks it: the body whole, on a connection staying open.
             answer = self.at_once(method.encode(), path, query, scope["headers"], body or b"")
             if answer is not None:

@@ -40,6 +40,7 @@ from registry.http.openapi import describe
 from registry.http.read_memo import ReadMemo
 from registry.http.routes import BLUEPRINTS, DIRECT_VIEWS, DIRECT_VIEWS_ON_LOOP
 from registry.http.routing import ROUTE_KEY, Router
+from registry.http.security.cross_site import CrossSite
 from registry.http.security.guard import ACCESS_KEY, Guard, build_guard
 from registry.http.security.tls import client_context
 from registry.node import Node
@@ -79,8 +80,7 @@ def build_asgi(node_: Node) -> AsgiBridge:
     https = any(listener.scheme == "https" for listener in settings.listeners)
     forwarder = Forwarder(settings.store_timeout_seconds, client_context(settings.tls) if https else None)
     cache, reader = node_.cache, node_.reader
-    guard_ = build_guard(settings, lambda schema_id: [s for s, _ in cache.users_of(schema_id)],
-                         lambda: reader.next_offset)
+    guard_ = build_guard(settings, node_.service.subjects_answering, lambda: reader.next_offset)
     metrics_ = NodeMetrics(node_) if settings.metrics_enabled else None
     audit = AuditLog(settings.audit_log_file) if settings.audit_log_file else None
     app = create_app(node_, forwarder, guard_, metrics_)
@@ -89,7 +89,8 @@ def build_asgi(node_: Node) -> AsgiBridge:
                     max_inflight_bytes=settings.max_inflight_request_bytes,
                     body_timeout=settings.request_body_timeout_seconds)
     door = FrontDoor(Router(app.url_map), guard_, metrics_.requests if metrics_ else None, audit,
-                     node_.elector.identity.url, off_loop=frozenset({"observability.metrics_text"}))
+                     node_.elector.identity.url, off_loop=frozenset({"observability.metrics_text", "schemas.list_schemas"}),
+                     cross_site=CrossSite(settings.allowed_origins))
 
     def close() -> None:
         forwarder.close()

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -49,6 +50,7 @@ from registry.http.metrics import RequestStats
 from registry.http.negotiation import V1_JSON, response_type
 from registry.http.read_memo import ReadMemo
 from registry.http.routing import ROUTE_KEY, Route, Router
+from registry.http.security.cross_site import CrossSite
 from registry.http.security.guard import ACCESS_KEY, Access, Denied, Guard, resource_of
 from registry.http.security.operations import CHANGES
 from registry.http.security.policy import policy_for
@@ -65,6 +67,9 @@ _NEVER_BLOCK = frozenset({"GET", "HEAD", "OPTIONS"})
 # The methods whose answers the read memo keeps (`read_memo.METHODS`), as the listener
 # hands them to `answer_at_once`.
 _KEPT_METHODS = {name.encode(): name for name in read_memo.METHODS}
+# A body larger than this is parsed for authorization (`Guard.admit_body`) on the pool:
+# nothing heavy runs on the event loop, where every other client is answered.
+_MAX_LOOP_PARSE = 64 * 1024
 # The environ key holding when the request came in (time.monotonic()): every wait it
 # causes (an election, forwarding) counts from then.
 RECEIVED = "registry.received"
@@ -128,6 +133,7 @@ class FrontDoor:
     node_url: str = ""
     # Reads that may take a while (a metrics scrape over a large cache) run on the pool.
     off_loop: frozenset[str] = frozenset()
+    cross_site: CrossSite = CrossSite(frozenset())  # changes a browser sends for another site
 
 
 class AsgiBridge:
@@ -161,6 +167,7 @@ class AsgiBridge:
         self._plain_lane = door.guard is None
         self._max_header_bytes = limits.max_header_bytes
         self._stats = door.stats
+        self._cross_site = door.cross_site
 
     def close(self) -> None:
         """Finish the requests under way, then stop the threads. Blocks until they end."""
@@ -237,6 +244,8 @@ class AsgiBridge:
         path = raw_path.decode("latin-1")
         if path[:1] != "/" or path[1:2] == "/" or (len(path) > 1 and path[-1] == "/"):
             return None  # refused or made plain first, by `_serve`
+        if name != "GET" and self._cross_site.refusal(method, "http", headers) is not None:
+            return None  # refused by `_serve`, as every change a browser sends cross-site
         facts = _HeaderFacts(headers)
         if facts.size > self._max_header_bytes:
             return None
@@ -292,33 +301,33 @@ class AsgiBridge:
             # `/subjects//` stays a path no route names). Before any routing, so the fast
             # path, authorization and Flask all see the one path.
             path = path[:-1]
+        # The route: what authorization decides on, the audit names, and Flask runs.
         fast_id = (self._fast_path.schema_id(method, path, query, scope["headers"])
                    if path.startswith(fast_path_module.PREFIX) else None)
         guard = self._door.guard
         if fast_id is not None:
             exchange.endpoint = fast_path_module.ENDPOINT
-            # With a guard, a reader it remembers admitting is answered here at once;
-            # any other goes the whole way in below.
-            tried = guard is None or guard.admits_remembered_read(scope["headers"], fast_id)
-            if tried and await self._answer_fast(fast_id, send, exchange):
-                return
             if guard is not None or self._door.audit is not None:
                 exchange.route = Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: fast_id})
-            if tried:
-                fast_id = None  # not ready, or an unknown id: Flask answers
         elif self._routed:
             assert self._door.router is not None
             exchange.route = route = self._door.router.match(method, path)
             if route is not None:
                 exchange.endpoint = route.endpoint
+        # A change a browser sends on another site's behalf.
+        refusal = self._cross_site.refusal(scope["method"].encode("latin-1"), scope.get("scheme", "http"),
+                                           scope["headers"])
+        if refusal is not None:
+            raise _Refused(403, refusal, "cross_site", 40301)
+        # Authentication and authorization, one step, whole before anything is answered:
+        # the head first (a caller who may not write cannot make the node buffer a body),
+        # then what only the body can tell (a forwarded identity's signature covers it).
         if guard is not None:
             try:
                 exchange.access = await guard.admit(scope, method, path, exchange.route)
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None
-            if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
-                return
         # HTTP/1.x frames a body by its head (RFC 9112 6.3): without Content-Length or
         # Transfer-Encoding, or with a length of 0, there is none to ask for (nor a
         # coroutine to start for it: most reads).
@@ -331,10 +340,17 @@ class AsgiBridge:
             assert exchange.access is not None
             raw_uri = path + ("?" + query.decode("latin-1") if query else "")
             try:
-                guard.admit_body(exchange.access, method, raw_uri, request_body)
+                if len(request_body) > _MAX_LOOP_PARSE:  # the body is parsed: not on the loop
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._pool, guard.admit_body, exchange.access, method, raw_uri, request_body)
+                else:
+                    guard.admit_body(exchange.access, method, raw_uri, request_body)
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None
+        # Answers kept ready, for a request admitted whole: the id path's, then the memo's.
+        if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
+            return
         memo, memo_key, position = self._memo, None, None
         router = self._door.router
         # Routed here unless `_serve` routed already (`_routed`) or has no router.
@@ -394,7 +410,8 @@ class AsgiBridge:
             environ[ACCESS_KEY] = exchange.access
         if route is not None and route.rule is not None:
             environ[ROUTE_KEY] = (route.rule, dict(route.arguments))  # Flask routes no more
-        if method in _NEVER_BLOCK and (route is None or route.endpoint not in self._door.off_loop):
+        if method in _NEVER_BLOCK and (route is None or route.endpoint not in self._door.off_loop) \
+                and not _formats(query):
             # Reads only look at the in-memory cache and never wait on the log, so they
             # run here; a hand-off to a thread would cost more than the read itself.
             status, headers, response_body = self._call_wsgi(environ)
@@ -431,24 +448,30 @@ class AsgiBridge:
         assert route is not None and self._door.audit is not None
         method = scope["method"]
         policy = policy_for(route.endpoint, method)
-        if policy is None or policy.operation not in CHANGES:
-            return
         denied = exchange.denied
+        # A forwarded identity that could not be believed is an attack or a broken
+        # cluster, whatever it asked for: audited on every route, with the name it claimed.
+        forged = denied is not None and denied.reason == "untrusted_forward"
+        if not forged and (policy is None or policy.operation not in CHANGES):
+            return
         access = denied.access if denied is not None else exchange.access
         principal = access.principal if access is not None else None
         query = scope["query_string"]
         raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
         target = raw_path.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
         status = exchange.status
-        result = "accepted" if 200 <= status < 300 else "denied" if denied is not None else "failed"
+        result = "accepted" if 200 <= status < 300 else "denied" if denied is not None or status in (401, 403) \
+            else "failed"
         client = access.client if access is not None else _address(scope.get("client"))
         self._door.audit.record(AuditEvent(
             principal=principal.name if principal is not None else "",
             authentication=principal.method if principal is not None else "",
-            client=client, operation=policy.operation.value,
+            client=client, operation=policy.operation.value if policy is not None else "",
             resource=resource_of(route),
             method=method, target=target, status=status, result=result, node=self._door.node_url,
-            forwarded_by=access.forwarded_by if access is not None else ""))
+            forwarded_by=access.forwarded_by if access is not None else "",
+            claimed=denied.claimed if forged and denied is not None else "",
+            reason=denied.message if forged and denied is not None else ""))
 
     async def _read_body(self, receive: Any, held: list[int], facts: _HeaderFacts, http1: bool) -> bytes:
         """The whole request body of a request whose head frames one (`_serve` asks only
@@ -621,6 +644,18 @@ class _HeaderFacts:
         if self._accept is None:
             return V1_JSON
         return response_type(",".join(value.decode("latin-1") for value in self._accept))
+
+
+def _formats(query: bytes) -> bool:
+    """Whether a read asks for its schema `format`ted (`?format=resolved`, say): that parses
+    the schema, which costs what its shape costs, so it runs on the pool, never the loop.
+    Keys are percent-decoded as Werkzeug reads them (`%66ormat` is `format`)."""
+    if not query:
+        return False
+    if b"format" in query:
+        return True
+    return b"%" in query and any(key == "format" for key, _ in parse_qsl(
+        query.decode("utf-8", "replace"), keep_blank_values=True, errors="replace"))
 
 
 def _refusal(denied: Denied) -> _Refused:

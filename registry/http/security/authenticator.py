@@ -9,6 +9,7 @@ Methods (`authentication.method`, several may be listed):
 - CERTIFICATE: the verified client certificate of an https connection, its subject
   mapped by `ssl.principal.mapping.rules` (`certificates`).
 An `Authorization` header, when sent, decides; a certificate counts only without one.
+Several `Authorization` headers are refused (401): no path picks one of them.
 With no method configured every caller is ANONYMOUS.
 
 Speed: verifying a password or a token costs far more than serving a read, so a
@@ -144,8 +145,12 @@ class Authenticator:
         header = None
         for name, value in scope["headers"]:
             if name == b"authorization":
+                if header is not None:
+                    # Which one would count differs between servers and proxies: refuse
+                    # the ambiguity, as Confluent's Jetty does (every path reads this rule).
+                    raise Unauthenticated("Unauthorized: several Authorization headers; send one",
+                                          self._challenge)
                 header = value
-                break
         if header is None:
             principal = self._from_certificate(scope)
             if principal is not None:

@@ -40,7 +40,13 @@ _MAX_CLAIM_BYTES = 8192
 
 
 class Untrusted(Exception):
-    """A forwarded identity that cannot be believed; the message says why."""
+    """A forwarded identity that cannot be believed; the message says why, and
+    `claimed` the name it claimed where one could be read (for the audit log only:
+    nothing is decided on it)."""
+
+    def __init__(self, message: str, claimed: str = "") -> None:
+        super().__init__(message)
+        self.claimed = claimed
 
 
 @dataclass(frozen=True)
@@ -85,22 +91,23 @@ class ForwardedIdentity:
             return None
         if len(encoded) > _MAX_CLAIM_BYTES:
             raise Untrusted("the forwarded identity is too large")
-        if not self._from_member_certificate(scope):
-            if not self._secret or signature is None:
-                raise Untrusted("a forwarded identity is accepted only from another node of this cluster "
-                                "(inter.instance.secret or a certificate in inter.instance.principals)")
-            parts = signature.split(b";")
-            if len(parts) != 3 or parts[0] != b"v1" or not parts[1].isdigit():
-                raise Untrusted("malformed forwarded identity signature")
-            if abs(time.time() - int(parts[1])) > _WINDOW_SECONDS:
-                raise Untrusted("the forwarded identity's signature is too old")
         try:
             data = orjson.loads(base64.urlsafe_b64decode(encoded + b"=" * (-len(encoded) % 4)))
             principal = Principal(str(data["name"]), str(data["method"]),
                                   frozenset(str(r) for r in data.get("roles", [])))
             client, by = str(data.get("client", "")), str(data.get("by", ""))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise Untrusted("malformed forwarded identity") from None
+        if not self._from_member_certificate(scope):
+            if not self._secret or signature is None:
+                raise Untrusted("a forwarded identity is accepted only from another node of this cluster "
+                                "(inter.instance.secret or a certificate in inter.instance.principals)",
+                                principal.name)
+            parts = signature.split(b";")
+            if len(parts) != 3 or parts[0] != b"v1" or not parts[1].isdigit() or len(parts[1]) > 12:
+                raise Untrusted("malformed forwarded identity signature", principal.name)
+            if abs(time.time() - int(parts[1])) > _WINDOW_SECONDS:
+                raise Untrusted("the forwarded identity's signature is too old", principal.name)
         return Claim(principal, client, by, encoded, signature)
 
     def check(self, claim: Claim, method: str, raw_uri: str, body: bytes) -> None:

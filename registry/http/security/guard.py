@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -38,6 +39,8 @@ from registry.http.security.rules import Rules, parse_rules
 from registry.http.security.watched_file import WatchedFile
 from registry.http.security.passwords import parse_users
 from registry.settings import ConfigError, Settings
+from registry.subjects import normalize_subject
+from store.cache import qualify_reference
 
 ACCESS_KEY = "registry.access"
 _FORWARD_HEADERS = frozenset({PRINCIPAL_HEADER.lower().encode(), SIGNATURE_HEADER.lower().encode()})
@@ -48,7 +51,7 @@ class Denied(Exception):
     """A refused request: `status` 401 or 403, with Confluent's body; `reason` labels metrics."""
 
     def __init__(self, status: int, message: str, reason: str, challenge: str = "",
-                 access: Access | None = None) -> None:
+                 access: Access | None = None, claimed: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.error_code = 401 if status == 401 else 40301
@@ -56,6 +59,7 @@ class Denied(Exception):
         self.reason = reason
         self.challenge = challenge
         self.access = access  # who was refused, when known (a 403)
+        self.claimed = claimed  # the name a refused forwarded identity claimed, for the audit
 
 
 @dataclass(slots=True)
@@ -93,9 +97,10 @@ def resource_of(route: Route) -> str:
 class Guard:
     def __init__(self, authenticator: Authenticator, rules: WatchedFile[Rules] | None,
                  roles: frozenset[str] | None, skip_paths: frozenset[str], forwarded: ForwardedIdentity,
-                 subjects_of_id: Callable[[int], list[str]], log_position: Callable[[], int]) -> None:
-        """`subjects_of_id` names the subjects using a schema id; `log_position` is the
-        applied log's position, which they cannot change without."""
+                 subjects_of_id: Callable[[int, str | None], list[str]], log_position: Callable[[], int]) -> None:
+        """`subjects_of_id(id, subject)` names the subjects holding a schema id in the
+        context a read of it with `?subject=subject` answers from (None: no such query);
+        `log_position` is the applied log's position, which they cannot change without."""
         self._authenticator = authenticator
         self._rules = rules
         self._roles = roles
@@ -106,7 +111,7 @@ class Guard:
         # Decisions on schema ids, each with the log position and rules it was made
         # under: the fast path's read is then one dict read. (The subjects using an id
         # change only with the applied log: the cache is a function of it.)
-        self._id_decisions: dict[tuple[Principal, Operation, str], tuple[int, Rules, bool]] = {}
+        self._id_decisions: dict[tuple[Principal, Operation, str, str | None], tuple[int, Rules, bool]] = {}
 
     @property
     def rules(self) -> WatchedFile[Rules] | None:
@@ -131,7 +136,7 @@ class Guard:
         try:
             claim = self.forwarded.claim(scope)
         except Untrusted as exc:
-            raise Denied(401, f"Unauthorized: {exc}", "untrusted_forward") from None
+            raise Denied(401, f"Unauthorized: {exc}", "untrusted_forward", claimed=exc.claimed) from None
         if claim is not None:
             principal = claim.principal
         else:
@@ -150,7 +155,7 @@ class Guard:
                 and not (principal.roles & self._roles):
             raise Denied(403, f"Forbidden: {principal.name} has none of the roles allowed here",
                          "role", access=access)
-        if not self._allowed(principal, policy.operation, policy.target, route):
+        if not self._allowed(principal, policy.operation, policy.target, route, _subject_asked(scope)):
             raise Denied(403, _denial(principal, policy.operation, route), "forbidden", access=access)
         return access
 
@@ -162,6 +167,8 @@ class Guard:
         header = None
         for name, value in headers:
             if name == b"authorization":
+                if header is not None:
+                    return False  # ambiguous credentials: `admit` refuses them
                 header = value
             elif name in _FORWARD_HEADERS:
                 return False
@@ -174,7 +181,7 @@ class Guard:
             return False
         if self._rules is None:
             return True
-        known = self._id_decisions.get((principal, Operation.READ, digits))
+        known = self._id_decisions.get((principal, Operation.READ, digits, None))
         return known is not None and known[2] and known[1] is self._rules.current \
             and known[0] == self._log_position()
 
@@ -187,24 +194,44 @@ class Guard:
 
     def admit_body(self, access: Access, method: str, raw_uri: str, body: bytes) -> None:
         """Raise Denied unless the body keeps the request admitted: a forwarded identity's
-        signature must cover it, and a write setting an explicit id is also an import."""
+        signature must cover it, a write setting an explicit id is also an import, and
+        every subject the body's schema references must be readable by the caller (a
+        reference would otherwise tell whether a subject exists, and what it holds).
+        Parses the body (JSON): call it off the event loop for a large one."""
         if access.claim is not None:
             try:
                 self.forwarded.check(access.claim, method, raw_uri, body)
             except Untrusted as exc:
-                raise Denied(401, f"Unauthorized: {exc}", "untrusted_forward") from None
+                raise Denied(401, f"Unauthorized: {exc}", "untrusted_forward",
+                             claimed=access.claim.principal.name) from None
         policy = access.policy
-        if policy is None or not policy.import_fields or self._rules is None:
+        if policy is None or not (policy.import_fields or policy.references) or self._rules is None:
             return
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError:
             return  # the view refuses it
-        if isinstance(document, dict) and any(document.get(f) not in (None, 0, -1) for f in policy.import_fields):
-            assert access.route is not None
-            if not self._allowed(access.principal, Operation.IMPORT, policy.target, access.route):
-                raise Denied(403, _denial(access.principal, Operation.IMPORT, access.route), "forbidden",
+        if not isinstance(document, dict):
+            return
+        route = access.route
+        assert route is not None
+        if any(document.get(f) not in (None, 0, -1) for f in policy.import_fields):
+            if not self._allowed(access.principal, Operation.IMPORT, policy.target, route):
+                raise Denied(403, _denial(access.principal, Operation.IMPORT, route), "forbidden",
                              access=access)
+        references = document.get("references") if policy.references else None
+        if isinstance(references, list) and references:
+            rules = self._rules.current
+            referrer = route.arguments.get(SUBJECT_ARGUMENT) or ""
+            for reference in references:
+                named = reference.get("subject") if isinstance(reference, dict) else None
+                if not isinstance(named, str):
+                    continue  # the view refuses a malformed reference
+                subject = qualify_reference(referrer, normalize_subject(named))
+                if not rules.allows(access.principal, Operation.READ, subject):
+                    # Said before anything is looked up: the same whether it exists or not.
+                    raise Denied(403, f"Forbidden: {access.principal.name} may not read the referenced "
+                                      f"subject {named!r}", "forbidden", access=access)
 
     def readable(self, access: Access | None, subjects: Iterable[str]) -> list[str]:
         """The subjects `access` may read, in order (all of them without rules)."""
@@ -213,7 +240,10 @@ class Guard:
             return list(subjects)
         return [s for s in subjects if rules.allows(access.principal, Operation.READ, s)]
 
-    def _allowed(self, principal: Principal, operation: Operation, target: Target, route: Route) -> bool:
+    def _allowed(self, principal: Principal, operation: Operation, target: Target, route: Route,
+                 asked: str | None = None) -> bool:
+        """Whether the rules let `principal` do `operation` on what `route` answers;
+        `asked` is the request's `?subject=`, which picks the context of a schema id."""
         if self._rules is None or target in (Target.LISTING, Target.AUTHENTICATED):
             return True
         rules = self._rules.current
@@ -225,11 +255,11 @@ class Guard:
         if not text.isascii() or not text.isdigit() or len(text) > 10:
             return True  # not an id: the view answers 4xx, and shows nothing
         position = self._log_position()
-        key = (principal, operation, text)
+        key = (principal, operation, text, asked)
         known = self._id_decisions.get(key)
         if known is not None and known[0] == position and known[1] is rules:
             return known[2]
-        subjects = self._subjects_of_id(int(text))
+        subjects = self._subjects_of_id(int(text), asked)
         # An id no subject uses (unknown, or all its versions deleted for good) is for global readers.
         decided = rules.allows_any(principal, operation, subjects) if subjects else \
             rules.allows(principal, operation, None)
@@ -237,6 +267,19 @@ class Guard:
             self._id_decisions.clear()
         self._id_decisions[key] = (position, rules, decided)
         return decided
+
+
+def _subject_asked(scope: dict[str, Any]) -> str | None:
+    """The request's first `?subject=` (as Werkzeug's `request.args.get` reads it), or
+    None: a read of a schema id answers from the context it names."""
+    query: bytes = scope.get("query_string", b"")
+    if not query:
+        return None
+    # Keys are decoded too (`%73ubject` is `subject`): no cheaper test on the raw bytes.
+    for name, value in parse_qsl(query.decode("utf-8", "replace"), keep_blank_values=True, errors="replace"):
+        if name == "subject":
+            return value
+    return None
 
 
 def _denial(principal: Principal, operation: Operation, route: Route) -> str:
@@ -270,7 +313,7 @@ def check_files(settings: Settings) -> None:
                 raise ConfigError(f"{what} {path}: {exc}") from None
 
 
-def build_guard(settings: Settings, subjects_of_id: Callable[[int], list[str]],
+def build_guard(settings: Settings, subjects_of_id: Callable[[int, str | None], list[str]],
                 log_position: Callable[[], int]) -> Guard | None:
     """The guard the settings describe, or None when there is nothing to guard (no
     authentication, no rules, no forwarded identities). Raises ConfigError for files

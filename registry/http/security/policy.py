@@ -31,12 +31,16 @@ class Policy:
     # A write whose JSON body sets one of these to a value other than null, 0 or -1 is also
     # an `import` (registering with an explicit id is what IMPORT mode is for).
     import_fields: tuple[str, ...] = ()
+    # The JSON body may carry a schema's `references`: each subject they name must be
+    # readable by the caller (`Guard.admit_body`), before anything is looked up.
+    references: bool = False
 
 
 SUBJECT_ARGUMENT = "subject"
 SCHEMA_ID_ARGUMENT = "schema_id_text"
 
 _READ_SUBJECT = Policy(Operation.READ, Target.SUBJECT)
+_READ_SUBJECT_WITH_REFERENCES = Policy(Operation.READ, Target.SUBJECT, references=True)
 _READ_ID = Policy(Operation.READ, Target.SCHEMA_ID)
 _READ_GLOBAL = Policy(Operation.READ, Target.GLOBAL)
 _LISTING = Policy(Operation.READ, Target.LISTING)
@@ -45,16 +49,16 @@ _AUTHENTICATED = Policy(Operation.READ, Target.AUTHENTICATED)
 ROUTE_POLICIES: Mapping[tuple[str, str], Policy] = {
     # subjects and compatibility
     ("subjects.list_subjects", "GET"): _LISTING,
-    ("subjects.lookup_schema", "POST"): _READ_SUBJECT,
+    ("subjects.lookup_schema", "POST"): _READ_SUBJECT_WITH_REFERENCES,
     ("subjects.delete_subject", "DELETE"): Policy(Operation.DELETE, Target.SUBJECT),
     ("subjects.list_versions", "GET"): _READ_SUBJECT,
-    ("subjects.register", "POST"): Policy(Operation.WRITE, Target.SUBJECT, import_fields=("id",)),
+    ("subjects.register", "POST"): Policy(Operation.WRITE, Target.SUBJECT, import_fields=("id",), references=True),
     ("subjects.get_version", "GET"): _READ_SUBJECT,
     ("subjects.get_version_schema", "GET"): _READ_SUBJECT,
     ("subjects.referenced_by", "GET"): _READ_SUBJECT,
     ("subjects.delete_version", "DELETE"): Policy(Operation.DELETE, Target.SUBJECT),
-    ("subjects.check_version", "POST"): _READ_SUBJECT,
-    ("subjects.check_all_versions", "POST"): _READ_SUBJECT,
+    ("subjects.check_version", "POST"): _READ_SUBJECT_WITH_REFERENCES,
+    ("subjects.check_all_versions", "POST"): _READ_SUBJECT_WITH_REFERENCES,
     ("subjects.latest_with_metadata", "GET"): _READ_SUBJECT,
     ("subjects.modify_tags", "POST"): Policy(Operation.WRITE, Target.SUBJECT),
     # schemas
