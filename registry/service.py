@@ -581,13 +581,37 @@ class RegistryService:
         if not any(deleted or not v.deleted for v in versions):
             raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
         parsed = self._parse(new, subject)
-        wanted = {_text(parsed, normalize), parsed.canonical()}
-        for value in reversed(versions):
-            if (value.deleted and not deleted) or value.schema_type != new.schema_type:
-                continue
-            if value.schema in wanted and value.references == new.references:
+        candidates = [v for v in versions if deleted or not v.deleted]
+        equivalent = self._equivalent_texts(new, parsed, normalize, candidates)
+        for value in reversed(candidates):
+            if value.schema in equivalent and value.schema_type == new.schema_type \
+                    and value.references == new.references:
                 return value
         raise errors.SchemaNotFound("Schema not found")
+
+    def _equivalent_texts(self, new: NewSchema, parsed: ParsedSchema, normalize: bool,
+                          versions: Iterable[SchemaValue]) -> frozenset[str]:
+        """The texts among `versions` (of `new`'s type and references) that are `parsed`
+        written another way: its canonical (or, asked to `normalize`, normalized) form,
+        or any stored text that parses to the same one. A log written by another
+        registry (Confluent, Karapace, a client's own JSON) holds texts as they were
+        sent, so equal texts are not the only equal schemas, as Confluent compares
+        parsed schemas. Parses stored versions (memoised, `_previous`) only when no
+        text matches as it is: call it off the event loop and outside the write lock."""
+        wanted = {parsed.canonical(), _text(parsed, normalize)}
+        same_kind = [v for v in versions if v.schema_type == new.schema_type and v.references == new.references]
+        exact = frozenset(v.schema for v in same_kind if v.schema in wanted)
+        if exact:
+            return exact | wanted
+        found = set(wanted)
+        for value in same_kind:
+            try:
+                stored = self._previous(value).schema
+            except errors.RegistryError:
+                continue  # a stored text this registry cannot parse equals nothing
+            if stored.canonical() in wanted or (normalize and stored.normalized() in wanted):
+                found.add(value.schema)
+        return frozenset(found)
 
     def with_resolved_references(self, new: NewSchema) -> NewSchema:
         """`new` with every reference to version -1 ("latest") resolved to the version it
@@ -726,7 +750,11 @@ class RegistryService:
                                                                           SchemaValue]]:
         """`_checked_registration` once its basis is known: the check, and the plan."""
         problems = [] if mode is Mode.IMPORT else self._problems(parsed, checked)
-        return lambda pending: self._plan_registration(subject, request, text, checked, problems, pending)
+        assert request.schema is not None
+        equivalent = self._equivalent_texts(request.schema, parsed, request.normalize,
+                                            self._visible_versions(subject, deleted=False))
+        return lambda pending: self._plan_registration(subject, request, text, checked, problems, pending,
+                                                       equivalent)
 
     def import_many(self, entries: list[tuple[str, RegisterRequest] | errors.RegistryError]
                     ) -> list[SchemaValue | errors.RegistryError]:
@@ -794,10 +822,13 @@ class RegistryService:
         return metadata, rule_set
 
     def _plan_registration(self, subject: str, request: RegisterRequest, text: str,
-                           checked: _Basis, problems: list[str], pending: PendingWrites
-                           ) -> tuple[list[tuple[Key, Value | None]], SchemaValue]:
+                           checked: _Basis, problems: list[str], pending: PendingWrites,
+                           equivalent: frozenset[str] = frozenset()) -> tuple[list[tuple[Key, Value | None]],
+                                                                               SchemaValue]:
         """Under the write lock: the records registering `text`, given that `problems`
-        were found against `checked`. Cheap: no parsing, no compatibility check.
+        were found against `checked`, where a live version holding `text` or one of the
+        `equivalent` texts (the same schema written another way) is the one registered
+        already. Cheap: no parsing, no compatibility check.
 
         `pending` holds the registrations of other subjects planned before this one in
         the same append (group commit): they count for ids; one of this subject, or of
@@ -815,7 +846,7 @@ class RegistryService:
             metadata, rule_set = self._contracts(subject, request, live[-1] if live else None, next_version)
         wanted_md = _without_version(metadata)
         for value in reversed(live):
-            if (value.schema_type == new.schema_type and value.schema == text
+            if (value.schema_type == new.schema_type and (value.schema == text or value.schema in equivalent)
                     and value.references == new.references and request.schema_id in (None, value.id)
                     and _without_version(value.metadata) == wanted_md and value.rule_set == rule_set
                     and request.version in (None, value.version)):
