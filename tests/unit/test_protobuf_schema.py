@@ -9,7 +9,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from registry.schema_types import SCHEMA_TYPES, InvalidSchema
 from registry.schema_types.protobuf import PROTOBUF, ProtobufType
-from registry.schema_types.protobuf.compiler import MAX_NESTING, ProtocPool
+from registry.schema_types.protobuf.compiler import MAX_NESTING, CompileError, ProtocPool
 
 USER = '''syntax = "proto3";
 package shop;
@@ -161,13 +161,16 @@ def test_nesting_at_the_bound_is_accepted_by_the_bounds():
 
 
 def test_a_protoc_crash_kills_only_its_worker(pool):
-    """Lenient parsing skips the bounds, so input that overflows protoc's stack reaches
-    it: the worker dies, the schema is refused, and the next compile gets a new worker."""
+    """Input that overflows protoc's stack (sent to the pool directly: the bounds, which
+    hold leniently too, refuse it before any compile): the worker dies, the schema is
+    refused, and the next compile gets a new worker."""
     crashing = ('syntax = "proto3"; import "google/protobuf/descriptor.proto";'
                 'extend google.protobuf.MessageOptions { M x = 50000; }'
                 'message M { M m = 1; option (x) = ' + "{m:" * 100_000 + "}" * 100_000 + ";}")
-    with pytest.raises(InvalidSchema, match="crashed"):
+    with pytest.raises(InvalidSchema, match="nests brackets"):
         ProtobufType(pool).parse(crashing, {}, lenient=True)
+    with pytest.raises(CompileError, match="crashed"):
+        pool.compile([("default", crashing.encode())])
     assert ProtobufType(pool).parse(USER, {}).message_names() == ["shop.User"], \
         "the pool replaces the dead worker and compiles again"
 

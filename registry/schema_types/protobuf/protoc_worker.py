@@ -1,26 +1,34 @@
 """The protoc worker: a child process that compiles .proto files, one request at a time.
 
-Started by `compiler.ProtocPool` as `python -I <this file>`; imports nothing of ours, so
-it starts without the registry's dependencies. Why a separate process: protoc is C++,
-and a crash in it (a stack overflow on input we failed to bound, a bug) must not take
-the registry down; its diagnostics go to the process's stderr (fd 2), which can only be
-captured safely in a process that runs nothing else.
+Started by `compiler.ProtocPool` as `python -I <this file> <scratch directory>`; imports
+nothing of ours, so it starts without the registry's dependencies. Why a separate
+process: protoc is C++, and a crash in it (a stack overflow on input we failed to
+bound, a bug) must not take the registry down.
 
 Protocol on stdin/stdout, all integers big-endian u32 (see `compiler.py`):
     request:  count, then per file: len(name), name, len(text), text (UTF-8);
               the last file is the one to compile, the others are what it may import.
     response: one status byte (0: compiled, 1: rejected), len(payload), payload:
-              a serialized FileDescriptorSet (with imports and source info), or
-              protoc's diagnostics as UTF-8 text.
-The worker exits when stdin closes, i.e. when its parent goes away.
+              a serialized FileDescriptorSet (with imports and source info), or, if
+              the worker itself could not run protoc, why (UTF-8 text).
+protoc's diagnostics go to stderr (fd 2), a pipe the parent reads while protoc runs:
+protoc holds the GIL, so no thread here could drain it, and the parent keeps only a
+bounded prefix (a file here would grow with every error, in memory on /dev/shm).
+
+Files are written under the scratch directory the parent made for this worker, and
+removed after each compile. The worker removes the directory itself when it exits:
+when stdin closes (its parent stopped it, or died) or on SIGTERM. If it is killed
+outright, its parent, or the next pool to start, removes it (see compiler.py).
 """
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import struct
 import sys
-import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from grpc_tools import _protoc_compiler
 
@@ -31,21 +39,21 @@ _WELL_KNOWN = Path(grpc_tools.__file__).parent / "_proto"
 _U32 = struct.Struct(">I")
 
 
-def _read_exactly(stream, size: int) -> bytes | None:
+def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
     data = stream.read(size)
     if len(data) != size:
         return None
     return data
 
 
-def _read_request(stream) -> list[tuple[str, bytes]] | None:
+def _read_request(stream: BinaryIO) -> list[tuple[str, bytes]] | None:
     header = _read_exactly(stream, 4)
     if header is None:
         return None
     (count,) = _U32.unpack(header)
-    files = []
+    files: list[tuple[str, bytes]] = []
     for _ in range(count):
-        parts = []
+        parts: list[bytes] = []
         for _ in range(2):
             size_bytes = _read_exactly(stream, 4)
             if size_bytes is None:
@@ -66,65 +74,55 @@ def _safe_path(root: Path, name: str) -> Path:
     return path
 
 
-def _scratch_root() -> str | None:
-    """Where compiles write their files: memory (tmpfs) where there is one, since a
-    directory on disk costs ~10 ms to create and remove; else the system default.
-    Each compile gets its own directory in it, created private (0700) by mkdtemp."""
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return None
-
-
-_SCRATCH = _scratch_root()
-
-
-def _compile(files: list[tuple[str, bytes]]) -> tuple[int, bytes]:
-    with tempfile.TemporaryDirectory(prefix="protoc-", dir=_SCRATCH) as work:
-        sources = Path(work) / "src"
+def _compile(root: Path, files: list[tuple[str, bytes]]) -> tuple[int, bytes]:
+    # A fixed layout, so the parent knows which path prefix to strip from diagnostics.
+    sources, output = root / "src", root / "out.pb"
+    try:
         sources.mkdir()
         for name, text in files:
             path = _safe_path(sources, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(text)
-        output = Path(work) / "out.pb"
-        diagnostics = Path(work) / "stderr"
-        saved_stderr = os.dup(2)
-        with open(diagnostics, "wb") as sink:
-            os.dup2(sink.fileno(), 2)
-            try:
-                status = _protoc_compiler.run_main([
-                    b"protoc",
-                    # The sources first, so a registered reference named like a
-                    # well-known file wins over it, as in Confluent.
-                    b"--proto_path=" + os.fsencode(sources),
-                    b"--proto_path=" + os.fsencode(_WELL_KNOWN),
-                    b"--include_imports",
-                    b"--include_source_info",
-                    b"--descriptor_set_out=" + os.fsencode(output),
-                    files[-1][0].encode("utf-8"),
-                ])
-            finally:
-                os.dup2(saved_stderr, 2)
-                os.close(saved_stderr)
+        status = _protoc_compiler.run_main([
+            b"protoc",
+            # The sources first, so a registered reference named like a
+            # well-known file wins over it, as in Confluent.
+            b"--proto_path=" + os.fsencode(sources),
+            b"--proto_path=" + os.fsencode(_WELL_KNOWN),
+            b"--include_imports",
+            b"--include_source_info",
+            b"--descriptor_set_out=" + os.fsencode(output),
+            files[-1][0].encode("utf-8"),
+        ])
         if status == 0 and output.exists():
             return 0, output.read_bytes()
-        text = diagnostics.read_bytes().replace(os.fsencode(sources) + b"/", b"")
-        return 1, text
+        return 1, b""  # protoc said why on stderr
+    finally:
+        shutil.rmtree(sources, ignore_errors=True)
+        output.unlink(missing_ok=True)
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through main's finally, which cleans up
 
 
 def main() -> None:
+    root = Path(sys.argv[1])
+    signal.signal(signal.SIGTERM, _stop)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while True:
-        files = _read_request(stdin)
-        if files is None:
-            return
-        try:
-            status, payload = _compile(files)
-        except (OSError, ValueError) as error:
-            status, payload = 1, f"cannot compile: {error}".encode()
-        stdout.write(bytes([status]) + _U32.pack(len(payload)) + payload)
-        stdout.flush()
+    try:
+        while True:
+            files = _read_request(stdin)
+            if files is None:
+                return
+            try:
+                status, payload = _compile(root, files)
+            except (OSError, ValueError) as error:
+                status, payload = 1, f"cannot compile: {error}".encode()
+            stdout.write(bytes([status]) + _U32.pack(len(payload)) + payload)
+            stdout.flush()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

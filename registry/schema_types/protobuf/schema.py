@@ -166,14 +166,16 @@ class ProtobufType:
         compiled like any other, as Confluent's registry does.
         Each reference name is an import path: `import "other.proto"` is resolved by the
         reference named "other.proto"; google/protobuf/*.proto need no reference.
-        `lenient` is for schemas already in the log: the size and nesting bounds are
-        skipped (the compiler runs in a separate process either way).
+        `lenient` (for schemas already in the log) changes nothing for Protobuf: every
+        check is protoc's or a bound that protects it (compiler.py), and those hold for
+        every compile; a refusal is remembered, so a lenient parse after a strict one
+        refuses without compiling again.
         Raises InvalidSchema with the compiler's reasons; blocks while it compiles.
         """
         try:
             text = _text_of_descriptor(text)
             references = {name: _text_of_descriptor(ref) for name, ref in references.items()}
-            compiled = compile_schema(text, references, lenient=lenient, pool=self._pool)
+            compiled = compile_schema(text, references, pool=self._pool)
             return ProtobufSchema(compiled)
         except InvalidSchema:
             raise
