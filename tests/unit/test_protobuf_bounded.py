@@ -279,3 +279,42 @@ def test_what_a_server_and_worker_both_killed_leave_is_swept_by_the_next_pool(sc
         assert not orphans & listing(scratch), "a new pool removes scratch no live worker holds"
     finally:
         pool.close()
+
+
+# --- Through the service: the issue's requests -------------------------------------------
+
+
+@pytest.fixture
+def node():
+    from registry.node import build_node
+    from registry.settings import load_settings
+    from store.memory_log import MemoryLog
+    the_node = build_node(load_settings(environ={}), MemoryLog())
+    assert the_node.writer.wait_ready(5)
+    yield the_node
+    the_node.close()
+
+
+def test_registering_over_a_deep_fan_out_is_answered_at_once(node):
+    from registry import errors
+    from registry.service import NewSchema, RegisterRequest
+
+    def register(text: str) -> int:
+        return node.service.register("deep", RegisterRequest(NewSchema(text, schema_type="PROTOBUF"))).version
+
+    assert register(nested_fan_out(7, 12)) == 1
+    started = time.perf_counter()
+    assert register(nested_fan_out(7, 12, "string b = 2;")) == 2, "a field added at the leaf is BACKWARD compatible"
+    with pytest.raises(errors.IncompatibleSchema):
+        register(nested_fan_out(7, 12, "string b = 2;").replace("int32 a = 1;", "string a = 1;"))
+    assert time.perf_counter() - started < 2.0, "both checks are linear in the schemas' sizes"
+
+
+def test_over_bound_text_is_a_422_at_once_through_the_service(node):
+    from registry import errors
+    from registry.service import NewSchema, RegisterRequest
+    started = time.perf_counter()
+    with pytest.raises(errors.InvalidSchema) as refused:
+        node.service.register("braces", RegisterRequest(NewSchema("}" * 1_500_000, schema_type="PROTOBUF")))
+    assert refused.value.http_status == 422, "refused as an invalid schema"
+    assert time.perf_counter() - started < 2.0, "without the compiler's 20 s (the lenient retry is bounded too)"
