@@ -43,6 +43,7 @@ from registry.audit import AuditEvent, AuditLog
 from registry.http import fast_path as fast_path_module
 from registry.http.bodies import CONTENT_TYPE
 from registry.http.body_deadlines import BodyDeadlines
+from registry.http.context_paths import PREFIX as CONTEXT_PREFIX, BadContext, context_path
 from registry.http.direct import DirectViews
 from registry.http.fast_path import SchemaByIdFastPath
 from registry.http import read_memo
@@ -242,8 +243,9 @@ class AsgiBridge:
                 or len(body) > self._limits.max_request_bytes):
             return None
         path = raw_path.decode("latin-1")
-        if path[:1] != "/" or path[1:2] == "/" or (len(path) > 1 and path[-1] == "/"):
-            return None  # refused or made plain first, by `_serve`
+        if path[:1] != "/" or path[1:2] == "/" or (len(path) > 1 and path[-1] == "/") \
+                or path.startswith(CONTEXT_PREFIX):
+            return None  # refused, made plain or rewritten first, by `_serve`
         if name != "GET" and self._cross_site.refusal(method, "http", headers) is not None:
             return None  # refused by `_serve`, as every change a browser sends cross-site
         facts = _HeaderFacts(headers)
@@ -301,6 +303,18 @@ class AsgiBridge:
             # `/subjects//` stays a path no route names). Before any routing, so the fast
             # path, authorization and Flask all see the one path.
             path = path[:-1]
+        # What a forwarded identity's signature covers: the target as it came.
+        signed_uri = path + ("?" + query.decode("latin-1") if query else "")
+        if path.startswith(CONTEXT_PREFIX):
+            # `/contexts/{context}/...` is the qualified request it stands for (Confluent's
+            # ContextFilter), from here on: routed, authorized and forwarded as that one.
+            try:
+                rewritten = context_path(method, path, query)
+            except BadContext as exc:
+                raise _Refused(400, str(exc), "bad_context") from None
+            if rewritten is not None:
+                path, query = rewritten
+                scope = {**scope, "query_string": query}
         # The route: what authorization decides on, the audit names, and Flask runs.
         fast_id = (self._fast_path.schema_id(method, path, query, scope["headers"])
                    if path.startswith(fast_path_module.PREFIX) else None)
@@ -338,13 +352,12 @@ class AsgiBridge:
             request_body = await self._read_body(receive, held, facts, http1)
         if guard is not None:
             assert exchange.access is not None
-            raw_uri = path + ("?" + query.decode("latin-1") if query else "")
             try:
                 if len(request_body) > _MAX_LOOP_PARSE:  # the body is parsed: not on the loop
                     await asyncio.get_running_loop().run_in_executor(
-                        self._pool, guard.admit_body, exchange.access, method, raw_uri, request_body)
+                        self._pool, guard.admit_body, exchange.access, method, signed_uri, request_body)
                 else:
-                    guard.admit_body(exchange.access, method, raw_uri, request_body)
+                    guard.admit_body(exchange.access, method, signed_uri, request_body)
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None

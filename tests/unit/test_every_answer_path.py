@@ -36,7 +36,8 @@ SECRET = b"cluster-secret"
 CHEAP = {"time_cost": 1, "memory_kib": 8192}
 # allie may do anything to team-a.* and to the registry as a whole; rex may do nothing
 # (a listing shows him what he may read: nothing).
-RULES = {"rules": [{"principal": "allie", "operations": ["*"], "subject_prefix": "team-a.", "global": True}]}
+RULES = {"rules": [{"principal": "allie", "operations": ["*"], "subject_prefix": "team-a.", "global": True},
+                   {"principal": "allie", "operations": ["*"], "subject_prefix": ":.team-a:"}]}
 RECORD = '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'
 
 # What a route acts on, as the expected decision for a refused principal follows from it:
@@ -115,6 +116,15 @@ SAMPLES: dict[tuple[str, str], Sample] = {
                                                    SUBJECT),
     ("subjects.modify_tags", "POST"): Sample("POST", "/subjects/team-a.orders/versions/1/tags", {}, SUBJECT),
 }
+# Requests under `/contexts/{context}/`, which stand for the qualified ones they are
+# rewritten to before routing (Confluent's ContextFilter): decided on that one.
+CONTEXT_SAMPLES = [
+    Sample("POST", "/contexts/.team-a/subjects/orders/versions", {"schema": RECORD}, SUBJECT),
+    Sample("GET", "/contexts/.team-a/subjects/orders/versions/latest", None, SUBJECT),
+    Sample("GET", "/contexts/.team-a/schemas/ids/1", None, ID),
+    Sample("GET", "/contexts/.team-a/config", None, SUBJECT),
+    Sample("POST", "/contexts/.team-a/subjects/orders", {"schema": RECORD}, SUBJECT),
+]
 # Routes whose view answers several methods, each sampled above under its own method.
 _METHODS_SERVED = {"GET", "POST", "PUT", "DELETE"}
 
@@ -273,7 +283,10 @@ def test_every_caller_gets_one_decision_on_every_route_by_every_way(
     recorder = Recorder(client, monkeypatch)
     without_at_once = AsgiClient(client.bridge, None)
     failures = []
-    for (endpoint, _), sample in SAMPLES.items():
+    samples = [(endpoint, sample) for (endpoint, _), sample in SAMPLES.items()]
+    samples += [("subjects.lookup_schema" if s.target.endswith("orders") and s.method == "POST" else "rewritten", s)
+                for s in CONTEXT_SAMPLES]
+    for endpoint, sample in samples:
         for caller in callers:
             want = expected(caller, sample)
             statuses = []
