@@ -988,8 +988,7 @@ class RegistryService:
             target = self.version(subject, version, deleted=True) if number != -1 else self._latest_any(subject)
             dependants = self._cache.referenced_by(subject, target.version)
             if dependants:
-                raise errors.ReferenceExists(
-                    f"One or more references exist to the schema {{subject={subject}, version={target.version}}}")
+                raise errors.ReferenceExists(_references_exist(subject, target.version))
             key = SchemaKey(subject, target.version)
             if permanent:
                 if not target.deleted:
@@ -1014,9 +1013,7 @@ class RegistryService:
                 raise errors.SubjectNotFound(f"Subject '{subject}' not found.")
             for value in versions:
                 if self._cache.referenced_by(subject, value.version):
-                    raise errors.ReferenceExists(
-                        f"One or more references exist to the schema "
-                        f"{{subject={subject}, version={value.version}}}")
+                    raise errors.ReferenceExists(_references_exist(subject, value.version))
             live = [v for v in versions if not v.deleted]
             if permanent:
                 if live:
@@ -1208,6 +1205,12 @@ def _merged_config(old: ConfigValue, subject: str | None, update: ConfigUpdate, 
         override_metadata=pick("overrideMetadata", update.override_metadata, old.override_metadata),
         default_rule_set=pick("defaultRuleSet", update.default_rule_set, old.default_rule_set),
         override_rule_set=pick("overrideRuleSet", update.override_rule_set, old.override_rule_set))
+
+
+def _references_exist(subject: str, version: int) -> str:
+    """Confluent's 42206 message, its schema key written as Java's SchemaKey.toString
+    writes it: clients match on this text."""
+    return f"One or more references exist to the schema {{magic=1,keytype=SCHEMA,subject={subject},version={version}}}."
 
 
 def _text(parsed: ParsedSchema, normalize: bool) -> str:

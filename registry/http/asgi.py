@@ -476,10 +476,13 @@ class AsgiBridge:
         result = "accepted" if 200 <= status < 300 else "denied" if denied is not None or status in (401, 403) \
             else "failed"
         client = access.client if access is not None else _address(scope.get("client"))
+        # What was refused: the route's operation, or one the body made it (an import).
+        operation = denied.operation if denied is not None and denied.operation is not None else (
+            policy.operation if policy is not None else None)
         self._door.audit.record(AuditEvent(
             principal=principal.name if principal is not None else "",
             authentication=principal.method if principal is not None else "",
-            client=client, operation=policy.operation.value if policy is not None else "",
+            client=client, operation=operation.value if operation is not None else "",
             resource=resource_of(route),
             method=method, target=target, status=status, result=result, node=self._door.node_url,
             forwarded_by=access.forwarded_by if access is not None else "",

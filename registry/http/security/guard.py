@@ -51,7 +51,7 @@ class Denied(Exception):
     """A refused request: `status` 401 or 403, with Confluent's body; `reason` labels metrics."""
 
     def __init__(self, status: int, message: str, reason: str, challenge: str = "",
-                 access: Access | None = None, claimed: str = "") -> None:
+                 access: Access | None = None, claimed: str = "", operation: Operation | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = 401 if status == 401 else 40301
@@ -60,6 +60,7 @@ class Denied(Exception):
         self.challenge = challenge
         self.access = access  # who was refused, when known (a 403)
         self.claimed = claimed  # the name a refused forwarded identity claimed, for the audit
+        self.operation = operation  # what was refused, where not the route's own operation (an import)
 
 
 @dataclass(slots=True)
@@ -218,7 +219,7 @@ class Guard:
         if any(document.get(f) not in (None, 0, -1) for f in policy.import_fields):
             if not self._allowed(access.principal, Operation.IMPORT, policy.target, route):
                 raise Denied(403, _denial(access.principal, Operation.IMPORT, route), "forbidden",
-                             access=access)
+                             access=access, operation=Operation.IMPORT)
         references = document.get("references") if policy.references else None
         if isinstance(references, list) and references:
             rules = self._rules.current

@@ -1,0 +1,44 @@
+"""Texts Confluent's clients match on, and what the audit log names (issue 48, items 6
+and 11)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from registry.http.security.passwords import users_file_line
+from tests.asgi_client import NodeClient
+from tests.unit.test_request_guarantees import basic
+
+RECORD = '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'
+
+
+def test_a_referenced_version_cannot_be_deleted_and_the_message_names_its_key_as_confluent_does():
+    with NodeClient() as client:
+        assert client.post("/subjects/ra/versions", {"schema": RECORD}).status == 200
+        referring = {"schema": '{"type":"record","name":"T","fields":[{"name":"r","type":"R"}]}',
+                     "references": [{"name": "R", "subject": "ra", "version": 1}]}
+        assert client.post("/subjects/rb/versions", referring).status == 200
+        for target in ("/subjects/ra/versions/1", "/subjects/ra"):
+            answer = client.delete(target)
+            assert answer.status == 422, answer.body
+            assert answer.json() == {"error_code": 42206, "message": "One or more references exist to the schema "
+                                     "{magic=1,keytype=SCHEMA,subject=ra,version=1}."}, answer.body
+
+
+def test_a_registration_refused_as_an_import_is_audited_as_an_import(tmp_path: Path):
+    users, rules, audit = tmp_path / "users", tmp_path / "rules.json", tmp_path / "audit.log"
+    users.write_text(users_file_line("alice", "a-pw", time_cost=1, memory_kib=8192) + "\n")
+    rules.write_text(json.dumps({"rules": [{"principal": "alice", "operations": ["read", "write"],
+                                            "subject_prefix": "team-a."}]}))
+    with NodeClient(**{"authentication.method": "BASIC", "authentication.users.file": str(users),
+                       "authorization.rules.file": str(rules), "audit.log.file": str(audit)}) as client:
+        answer = client.post("/subjects/team-a.x/versions", {"schema": RECORD, "id": 77},
+                             headers=basic("alice", "a-pw"))
+        assert answer.status == 403, answer.body
+        deadline = time.monotonic() + 10
+        while not (audit.exists() and audit.read_text().strip()):
+            assert time.monotonic() < deadline, "no audit line"
+            time.sleep(0.05)
+        event = json.loads(audit.read_text().splitlines()[-1])
+        assert (event["operation"], event["result"], event["principal"]) == ("import", "denied", "alice"), event
