@@ -1098,13 +1098,17 @@ class RegistryService:
                   fmt: str | None) -> str:
         """A stored schema's text in the format a read asks for (`?format=`), as
         Confluent's `formattedString`: for Protobuf `serialized` is the base64
-        FileDescriptorProto. Any other format, or none, is the text as stored
+        FileDescriptorProto, for Avro `resolved` the schema with every type its
+        references define written inline. Any other format, or none, is the text as stored
         (Confluent too answers unknown formats with the default, for forward
         compatibility). Raises InvalidSchema only if the stored text no longer parses."""
-        if fmt != "serialized" or schema_type != "PROTOBUF":
-            return text
-        parsed = self._parse_stored(NewSchema(text, schema_type, references), subject)
-        return parsed.serialized()  # type: ignore[attr-defined]
+        if (schema_type, fmt) == ("PROTOBUF", "serialized"):
+            parsed = self._parse_stored(NewSchema(text, schema_type, references), subject)
+            return parsed.serialized()  # type: ignore[attr-defined]
+        if (schema_type, fmt) == ("AVRO", "resolved"):
+            parsed = self._parse_stored(NewSchema(text, schema_type, references), subject)
+            return parsed.resolved()  # type: ignore[attr-defined]
+        return text
 
     def _parse_stored(self, new: NewSchema, subject: str = "") -> ParsedSchema:
         """Parse a schema from the log, as Confluent's parser reads what it stored."""

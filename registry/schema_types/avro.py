@@ -1048,6 +1048,12 @@ class AvroSchema:
         """
         return self._canonical
 
+    def resolved(self) -> str:
+        """The canonical form with every type its references define written inline, at
+        its first use (Confluent's `?format=resolved`, Avro Java's `Schema.toString()`
+        of the schema parsed with its references)."""
+        return _dump(_Writer(_CANONICAL, ()), self._root)
+
     def normalized(self) -> str:
         """The canonical form with every name fully qualified and no "namespace" keys.
 

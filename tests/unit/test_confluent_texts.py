@@ -42,3 +42,22 @@ def test_a_registration_refused_as_an_import_is_audited_as_an_import(tmp_path: P
             time.sleep(0.05)
         event = json.loads(audit.read_text().splitlines()[-1])
         assert (event["operation"], event["result"], event["principal"]) == ("import", "denied", "alice"), event
+
+
+def test_format_resolved_writes_an_avro_schemas_referenced_types_inline():
+    with NodeClient() as client:
+        address = '{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"city","type":"string"}]}'
+        assert client.post("/subjects/address/versions", {"schema": address}).status == 200
+        user = {"schema": '{"type":"record","name":"User","namespace":"com.acme","fields":['
+                          '{"name":"home","type":"Address"},{"name":"work","type":"Address"}]}',
+                "references": [{"name": "com.acme.Address", "subject": "address", "version": 1}]}
+        schema_id = client.post("/subjects/user/versions", user).json()["id"]
+        inline = ('{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"home","type":'
+                  '{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}},'
+                  '{"name":"work","type":"Address"}]}')
+        for target in (f"/schemas/ids/{schema_id}?format=resolved", "/subjects/user/versions/1?format=resolved"):
+            body = client.get(target).json()
+            assert body["schema"] == inline, (target, body)
+        assert client.get(f"/schemas/ids/{schema_id}/schema?format=resolved").body.decode() == inline
+        plain = client.get(f"/schemas/ids/{schema_id}").json()["schema"]
+        assert '"type":"Address"' in plain and "city" not in plain, "without the format: as stored"
