@@ -25,8 +25,10 @@ Bounded work:
   can make a check fail for depth;
 - subschemas of oneOf/anyOf/allOf are first paired by identical structure, and only
   the rest are compared pairwise, lazily, while searching for the matching;
-- the total number of pair comparisons is capped by `budget` (proportional to the two
-  schemas' sizes); past it, `TooMuchWork` is raised.
+- the total work is capped by `budget` (proportional to the two schemas' sizes), in
+  units of one pair comparison: a property name matched against a `patternProperties`
+  pattern is charged too (one unit, more for a long name against a large pattern), and
+  so is compiling a pattern (once per comparison); past it, `TooMuchWork` is raised.
 Each pair's list of differences is capped (MAX_DIFFERENCES, incompatible ones first),
 so lists cannot multiply through shared sub-schemas.
 """
@@ -37,7 +39,6 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
-from functools import lru_cache
 from typing import Final
 
 import re2
@@ -323,7 +324,8 @@ class Difference:
 
 
 class TooMuchWork(Exception):
-    """The comparison needed more pair comparisons than its budget allows."""
+    """The comparison needed more work than its budget allows (its message, when it has
+    one, says what in particular could not be done within bounded work)."""
 
 
 # Differences inside one pair comparison: (change, path relative to the pair).
@@ -351,23 +353,52 @@ def _capped(diffs: _Diffs) -> _Diffs:
     return (worse + better)[:MAX_DIFFERENCES]
 
 
-@lru_cache(maxsize=4096)
-def _regex(pattern: str) -> re2._Regexp | None:
-    # Patterns are matched with RE2 (linear time): Java's backtracking regex, which
-    # Confluent uses, is open to catastrophic backtracking on attacker-chosen names.
-    # Deviation: a pattern RE2 cannot compile (backreferences, lookaround) matches
-    # nothing here.
+PATTERN_MEMORY: Final = 2 << 20
+"""RE2's memory for one pattern (its programs and DFA caches). A short pattern can ask
+for far more (`\\pL{1000}`): under RE2's default 8 MiB, compiling it took about 100 ms
+before failing; under 2 MiB about 15 ms, and patterns people write (`^[\\p{L}_]{1,64}$`)
+still fit."""
+PATTERN_STEPS_PER_UNIT: Final = 4096
+"""How many (program instruction x name byte) steps a budget unit pays for. Without its
+DFA (out of memory) RE2 simulates the NFA, 2 to 4 ns a step here, so a unit is at most
+about a pair comparison's 30 microseconds; matching a short name is one unit."""
+PATTERN_COMPILE_INSTRUCTIONS_PER_UNIT: Final = 32
+"""Compiling takes about 1 microsecond per program instruction."""
+
+
+class _Pattern:
+    """A `patternProperties` pattern compiled with RE2, and the work one match costs."""
+
+    __slots__ = ("regex", "size")
+
+    def __init__(self, regex: re2._Regexp | None) -> None:
+        self.regex = regex
+        self.size = regex.programsize if regex is not None else 0
+
+
+def _compile(pattern: str) -> _Pattern:
+    """`pattern` compiled for matching property names. Raises TooMuchWork when RE2
+    refuses it for its size (it could not be matched within bounded work).
+
+    Patterns are matched with RE2 (linear time): Java's backtracking regex, which
+    Confluent uses, is open to catastrophic backtracking on attacker-chosen names.
+    Deviation: a pattern RE2 cannot compile for its syntax (backreferences, lookaround)
+    matches nothing here.
+    """
     options = re2.Options()
     options.log_errors = False
+    options.max_mem = PATTERN_MEMORY
     try:
-        return re2.compile(pattern, options=options)
-    except Exception:  # re2 raises its own error type for unsupported syntax
-        return None
-
-
-def _matches(pattern: str, name: str) -> bool:
-    compiled = _regex(pattern)
-    return compiled is not None and compiled.search(name) is not None
+        return _Pattern(re2.compile(pattern, options=options))
+    except re2.error as error:
+        # RE2 says which by message only; "too large" is the one refusal that is not
+        # about syntax, and matching nothing for it could call a breaking change compatible.
+        if "too large" in str(error):
+            raise TooMuchWork(f"the patternProperties pattern {pattern[:80]!r} is too large "
+                              f"to match within bounded work") from None
+        return _Pattern(None)
+    except Exception:  # re2 raises other error types for some unsupported syntax
+        return _Pattern(None)
 
 
 class _Comparison:
@@ -376,6 +407,11 @@ class _Comparison:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.calls = 0
+        # Memoised here rather than in a global cache: a schema with more patterns than
+        # such a cache holds made every lookup a miss (and a compile), and one comparison
+        # must pay for its own patterns within its own budget.
+        self.patterns: dict[str, _Pattern] = {}
+        self.partials: dict[tuple[int, str], Node | None] = {}
         self.memo: dict[tuple[int, int], _Diffs] = {}
         self.active: dict[tuple[int, int], int] = {}
         self.leaned_on: float = math.inf
@@ -405,10 +441,14 @@ class _Comparison:
 
     # --- one pair --------------------------------------------------------------------
 
-    def compare(self, original: Node | None, update: Node | None) -> _Diffs:
-        self.calls += 1
+    def spend(self, units: int) -> None:
+        """Charge `units` of work. Raises TooMuchWork once the budget is spent."""
+        self.calls += units
         if self.calls > self.budget:
-            raise TooMuchWork(self.budget)
+            raise TooMuchWork()
+
+    def compare(self, original: Node | None, update: Node | None) -> _Diffs:
+        self.spend(1)
         if original is None and update is None:
             return []
         if original is None:
@@ -702,7 +742,7 @@ class _Comparison:
             if _open_object(u):
                 diffs.append((C.PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL, path))
                 return
-            partial = _partial_object_schema(u, name)
+            partial = self.partial_object_schema(u, name)
             if partial is not None:
                 ok, sub = self.compatible(old, partial)
                 diffs += _under(path, sub)
@@ -724,7 +764,7 @@ class _Comparison:
                 else:
                     diffs.append((C.OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, path))
                 return
-            partial = _partial_object_schema(o, name)
+            partial = self.partial_object_schema(o, name)
             if partial is not None:
                 ok, sub = self.compatible(partial, new)
                 diffs += _under(path, sub)
@@ -738,6 +778,44 @@ class _Comparison:
                 diffs.append((C.OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, path))
         else:
             diffs += _under(path, self.compare(old, new))
+
+    def partial_object_schema(self, node: Node, name: str) -> Node | None:
+        """The schema a property absent from `node.properties` must satisfy, if limited.
+
+        Every pattern tried is charged to the budget (a property against thousands of
+        patterns is thousands of matches); the answer is remembered for the comparison.
+        """
+        key = (id(node), name)
+        if key in self.partials:
+            return self.partials[key]
+        found = self.pattern_schema(node, name)
+        if found is None:
+            found = _additional_object_schema(node)
+        self.partials[key] = found
+        return found
+
+    def pattern_schema(self, node: Node, name: str) -> Node | None:
+        """The schema of the first of `node`'s patternProperties that matches `name`."""
+        if not node.pattern_properties:
+            return None
+        steps_per_instruction = len(name.encode("utf-8", "surrogatepass")) + 1
+        for pattern, schema in node.pattern_properties:
+            compiled = self.pattern(pattern)
+            if compiled.regex is None:
+                continue
+            self.spend(1 + compiled.size * steps_per_instruction // PATTERN_STEPS_PER_UNIT)
+            if compiled.regex.search(name) is not None:
+                return schema
+        return None
+
+    def pattern(self, pattern: str) -> _Pattern:
+        """`pattern` compiled once per comparison, its compiling charged to the budget."""
+        known = self.patterns.get(pattern)
+        if known is None:
+            known = _compile(pattern)
+            self.spend(1 + known.size // PATTERN_COMPILE_INSTRUCTIONS_PER_UNIT)
+            self.patterns[pattern] = known
+        return known
 
     def dependencies(self, o: Node, u: Node, diffs: _Diffs) -> None:
         names = list(o.property_dependencies) + [
@@ -887,11 +965,8 @@ def _open_object(node: Node) -> bool:
     return uneval is None or uneval.is_emptyish
 
 
-def _partial_object_schema(node: Node, name: str) -> Node | None:
-    """The schema a property absent from `node.properties` must satisfy, if limited."""
-    for pattern, schema in node.pattern_properties:
-        if _matches(pattern, name):
-            return schema
+def _additional_object_schema(node: Node) -> Node | None:
+    """The schema a property that no pattern of `node` matches must satisfy, if limited."""
     if node.additional_properties_schema is not None:
         return node.additional_properties_schema
     uneval = node.unevaluated_properties
@@ -938,7 +1013,7 @@ def _distinct(nodes: list[Node]) -> list[Node]:
 def compare(original: Node, update: Node, budget: int) -> list[Difference]:
     """Confluent's differences from `original` (the writer) to `update` (the reader).
 
-    Raises TooMuchWork past `budget` pair comparisons.
+    Raises TooMuchWork past `budget` units of work (see the module docstring).
     """
     diffs = _Comparison(budget).run(original, update)
     return [Difference(change, f"#/{path}") for change, path in diffs]

@@ -63,8 +63,9 @@ per level (about a dozen Python frames each for 2020-12's allOf); 48 leaves room
 Python's default recursion limit for the caller's own stack."""
 
 WORK_PER_NODE: Final = 10
-"""Pair comparisons a compatibility check may make per node of the two schemas (about
-30 microseconds each); an ordinary check makes one to three per node."""
+"""Units of work a compatibility check may spend per node of the two schemas: a unit is
+a pair comparison (about 30 microseconds) or a property name matched against one
+patternProperties pattern; an ordinary check spends one to three per node."""
 MIN_WORK: Final = 50_000
 
 
@@ -122,10 +123,12 @@ class JsonSchema:
         budget = WORK_PER_NODE * (self._size + writer._size) + MIN_WORK
         try:
             differences = compare(writer._root, self._root, budget)
-        except TooMuchWork:
+        except TooMuchWork as exc:
+            what = f" ({exc})" if str(exc) else ""
             return [f"#/: deciding compatibility would take more than {budget} schema "
-                    f"comparisons (the limit for schemas of this size), so the schemas are "
-                    f"treated as incompatible; simplify large oneOf/anyOf/allOf unions"]
+                    f"comparisons or patternProperties matches (the limit for schemas of "
+                    f"this size){what}, so the schemas are treated as incompatible; simplify "
+                    f"large oneOf/anyOf/allOf unions or patternProperties"]
         return [difference.sentence() for difference in differences if not difference.compatible]
 
     def validator(self) -> Validator:
