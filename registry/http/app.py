@@ -51,6 +51,7 @@ from store.writer import REQUEST_STARTED, NotWriter
 _STARTED_TOKEN = "registry.started_token"
 # Answered before the node has caught up with the log, so orchestrators can probe it.
 _ALWAYS_ANSWERED = ("/ready", "/health", "/leader")
+_OWN_TYPES = frozenset({"ui.ui_index", "ui.ui_file", "observability.metrics_text"})
 
 
 class SubjectConverter(BaseConverter):
@@ -127,7 +128,11 @@ def create_app(node_: Node, forwarder: Forwarder, guard_: Guard | None = None,
         environ[ENDPOINT_KEY] = current.endpoint
         # Probes are answered whatever they accept: a health check must not fail on a header.
         probe = current.path in _ALWAYS_ANSWERED
-        if not probe and response_type(current.headers.get("Accept")) is None:
+        # A path no route names is a 404 whatever it accepts (Jersey matches first), and
+        # the routes answering types of their own (the UI's files, Prometheus's text)
+        # are not held to the JSON types every other resource produces.
+        if (not probe and current.routing_exception is None and current.endpoint not in _OWN_TYPES
+                and response_type(current.headers.get("Accept")) is None):
             raise errors.NotAcceptable("HTTP 406 Not Acceptable")
         # A write's timeout counts from when the request came in (store.writer), so
         # time queued for a server thread is not granted twice.

@@ -4,6 +4,8 @@ Everything here is about HTTP's shape of the domain's values; no rule lives here
 """
 from __future__ import annotations
 
+import json
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -143,12 +145,23 @@ def json_body() -> dict[str, Any]:
     return parse_json_body(request.mimetype, request.get_data(cache=True))
 
 
+# First bytes of a body that may not be plain UTF-8: a NUL (UTF-16/32), or a byte
+# order mark's first byte (UTF-8's EF, UTF-16's FE/FF).
+_NOT_UTF8_LEADS = frozenset({b"\x00", b"\xef", b"\xfe", b"\xff"})
+
+
 def parse_json_body(mimetype: str, raw: bytes) -> dict[str, Any]:
     """A body of type `mimetype` (parameters left out, lower case; "" when none was
     given) as a JSON object, or a 4xx error."""
     if mimetype and mimetype not in ACCEPTED_BODY_TYPES:
-        raise errors.UnsupportedMediaType(
-            f"Unsupported content type {mimetype}; use {CONTENT_TYPE} or application/json")
+        raise errors.UnsupportedMediaType("HTTP 415 Unsupported Media Type")  # Jersey's text, clients match it
+    if raw[:1] in _NOT_UTF8_LEADS or raw[1:2] == b"\x00":
+        # UTF-16 or UTF-32 (with or without a byte order mark), or UTF-8 with one: Jackson
+        # tells the encoding from the first bytes (RFC 4627's rule, json.detect_encoding).
+        try:
+            raw = raw.decode(json.detect_encoding(raw)).encode("utf-8")
+        except (UnicodeDecodeError, UnicodeEncodeError) as exc:
+            raise errors.BadRequest(f"Malformed JSON: {exc}") from None
     try:
         body = orjson.loads(raw or b"null")
     except orjson.JSONDecodeError as exc:

@@ -29,12 +29,14 @@ time by a collector.
 from __future__ import annotations
 
 import bisect
+import importlib.metadata
 import logging
+import platform
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
@@ -230,6 +232,14 @@ def _count_contents(node: Node) -> dict[str, dict[str, int]]:
     return {"schemas": schemas, "subjects": subjects, "versions": versions}
 
 
+def _version() -> str:
+    """The installed distribution's version ("unknown" from a tree that was not installed)."""
+    try:
+        return importlib.metadata.version("schema-registry-py")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 class NodeMetrics:
     """A node's metrics and their registry. Starts the log-end probe thread."""
 
@@ -238,6 +248,13 @@ class NodeMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self._end_offset: list[int | None] = [None]
         self.registry.register(_NodeCollector(node, self.requests, self._end_offset))
+        # What Prometheus users expect of any server: process_* (CPU, memory, open files,
+        # start time; Linux's /proc) and which build answers.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        build = Gauge("schema_registry_build_info", "Which build of the registry this node runs (always 1)",
+                      ["version", "python", "store"], registry=self.registry)
+        build.labels(_version(), platform.python_version(), type(node.log).__name__).set(1)
         self._node = node
         self._closed = threading.Event()
         self._probe = threading.Thread(target=self._probe_end, name="metrics-log-end", daemon=True)

@@ -11,9 +11,6 @@ The choice depends on the header's text alone, so it is memoised per distinct he
 """
 from __future__ import annotations
 
-from werkzeug.datastructures import MIMEAccept
-from werkzeug.http import parse_accept_header
-
 V1_JSON = "application/vnd.schemaregistry.v1+json"
 PRODUCED = ((V1_JSON, 1.0), ("application/vnd.schemaregistry+json", 0.9), ("application/json", 0.5))
 _MAX_HEADER = 4096
@@ -56,7 +53,7 @@ _default_memo: dict[bytes, bool] = {}
 
 
 def _choose(accept: str) -> str | None:
-    ranges = [(value.lower(), q) for value, q in parse_accept_header(accept, MIMEAccept)]
+    ranges = _ranges(accept)
     if not ranges:
         return V1_JSON  # nothing parseable: as no header at all
     best: tuple[float, float] | None = None
@@ -70,14 +67,38 @@ def _choose(accept: str) -> str | None:
     return chosen
 
 
-def _quality(produced: str, ranges: list[tuple[str, float]]) -> float:
+def _ranges(accept: str) -> list[tuple[str, str, float]]:
+    """(type, subtype, q) of each media range, read as Jersey reads them (not as RFC
+    9110's grammar, which Werkzeug follows): `q=.2` is 0.2, a bare `*` is `*/*`, and a
+    wildcard type matches whatever its subtype says (`*/does_not_matter`). A range
+    that cannot be read is left out. Hand-written because it is Jersey's leniency that
+    clients rely on, which no parser here has."""
+    ranges = []
+    for item in accept.split(","):
+        value, *params = item.split(";")
+        kind, _, sub = value.strip().lower().partition("/")
+        if not kind:
+            continue
+        q = 1.0
+        for param in params:
+            name, _, text = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(text.strip())
+                except ValueError:
+                    q = -1.0
+        if not 0.0 <= q <= 1.0:
+            continue
+        ranges.append((kind, sub or "*", q))
+    return ranges
+
+
+def _quality(produced: str, ranges: list[tuple[str, str, float]]) -> float:
     """The q of the most specific range that matches `produced` (RFC 9110 12.5.1)."""
     kind, _, sub = produced.partition("/")
     best_rank, quality = -1, 0.0
-    for value, q in ranges:
-        value = value.split(";", 1)[0].strip()
-        r_kind, _, r_sub = value.partition("/")
-        if value in ("*", "*/*"):
+    for r_kind, r_sub, q in ranges:
+        if r_kind == "*":
             rank = 0
         elif r_kind == kind and r_sub == "*":
             rank = 1

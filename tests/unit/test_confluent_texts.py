@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from registry.http.security.passwords import users_file_line
 from tests.asgi_client import NodeClient
 from tests.unit.test_request_guarantees import basic
@@ -61,3 +63,46 @@ def test_format_resolved_writes_an_avro_schemas_referenced_types_inline():
         assert client.get(f"/schemas/ids/{schema_id}/schema?format=resolved").body.decode() == inline
         plain = client.get(f"/schemas/ids/{schema_id}").json()["schema"]
         assert '"type":"Address"' in plain and "city" not in plain, "without the format: as stored"
+
+
+@pytest.mark.parametrize("accept", ["text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2", "*/does_not_matter",
+                                    "application/json; q=.5", "*"])
+def test_accept_headers_read_as_jersey_reads_them(accept: str):
+    with NodeClient() as client:
+        for target in ("/subjects", "/schemas/types", "/config"):
+            answer = client.get(target, headers={"Accept": accept})
+            assert answer.status == 200, (accept, target, answer.body)
+
+
+def test_what_is_not_json_answers_whatever_the_accept_header_says():
+    with NodeClient() as client:
+        missing = client.get("/no/such/path", headers={"Accept": "text/html"})
+        assert missing.status == 404 and missing.json()["error_code"] == 404, "a path no route names: 404 first"
+        assert client.get("/subjects", headers={"Accept": "text/html"}).status == 406, "JSON routes still negotiate"
+        metrics = client.get("/metrics", headers={"Accept": "text/plain;version=0.0.4"})
+        assert metrics.status == 200 and metrics.content_type.startswith("text/plain"), metrics.headers
+        text = metrics.body.decode()
+        assert "process_resident_memory_bytes" in text and "process_cpu_seconds_total" in text
+        assert 'schema_registry_build_info{python="' in text
+        for target, accept in (("/ui", "text/html"), ("/ui/app.js", "application/javascript")):
+            answer = client.get(target, headers={"Accept": accept})
+            assert answer.status in (200, 404) and answer.status != 406, (target, answer.status)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_a_json_body_in_utf16_or_utf32_is_read_as_jackson_reads_it(encoding: str):
+    with NodeClient() as client:
+        body = json.dumps({"schema": '{"type":"record","name":"R","doc":"Ü ä","fields":[{"name":"a","type":"int"}]}'},
+                          ensure_ascii=False).encode(encoding)
+        charset = encoding.split("-sig")[0]
+        answer = client.post("/subjects/wide/versions", body,
+                             headers={"Content-Type": f"application/vnd.schemaregistry.v1+json; charset={charset}"})
+        assert answer.status == 200, answer.body
+        assert json.loads(client.get("/subjects/wide/versions/1").json()["schema"])["doc"] == "Ü ä"
+
+
+def test_an_unsupported_body_type_answers_jerseys_415():
+    with NodeClient() as client:
+        answer = client.post("/subjects/s/versions", '{"schema":"\\"int\\""}', headers={"Content-Type": "text/xml"})
+        assert answer.status == 415
+        assert answer.json() == {"error_code": 415, "message": "HTTP 415 Unsupported Media Type"}
