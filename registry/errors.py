@@ -1,9 +1,9 @@
 """Every error the registry answers with: one type per Confluent error code.
 
-Each carries its HTTP status and Confluent's `error_code`; `registry.http.app` turns
-them into `{"error_code": N, "message": "..."}` in one place. The store's own
-exceptions (`store.writer.NotWriter`, `StoreTimeout`, `store.log.LogUnavailable`) are
-mapped there too.
+Each carries its HTTP status and Confluent's `error_code`; `registry.http.error_answers`
+turns them into `{"error_code": N, "message": "..."}` in one place. The store's own
+exceptions (`store.writer.NotWriter`, `StoreTimeout`, `NoTimeLeft`,
+`store.log.LogUnavailable`) are mapped there too.
 """
 from __future__ import annotations
 

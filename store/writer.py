@@ -51,10 +51,10 @@ import logging
 import threading
 import time
 import uuid
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, Union
+from typing import Any, Final, Protocol, TypeVar, Union
 
 from store.cache import Cache
 from store.log import Log, LogConflict, LogUnavailable, RecordTooLarge
@@ -75,10 +75,38 @@ from store.records import (
 
 log = logging.getLogger(__name__)
 
-# When the request a write serves came in (time.monotonic()), if the caller knows: the
-# timeout counts from then, so time spent waiting before `write` (for a thread to run
-# on, for an election) is not granted again. Set by the HTTP layer around each request.
-REQUEST_STARTED: ContextVar[float | None] = ContextVar("request_started", default=None)
+class RequestStart:
+    """When the request a write serves came in (time.monotonic()), if the caller knows: the
+    timeout counts from then, so time spent waiting before `write` (for a thread to run
+    on, for an election) is not granted again. Set by the HTTP layer around each request,
+    on the thread that takes it up, with the `ContextVar` interface (`set`, `reset`, `get`).
+
+    It also remembers when it was set, which is when a thread took the request up: a
+    request out of time by `write` then says whether the time went before that (queued:
+    the server's, a `StoreTimeout`) or after it, in the request's own checks (`NoTimeLeft`).
+    """
+
+    def __init__(self) -> None:
+        self._var: ContextVar[tuple[float, float] | None] = ContextVar("request_started", default=None)
+
+    def set(self, received: float) -> Token[tuple[float, float] | None]:
+        return self._var.set((received, time.monotonic()))
+
+    def reset(self, token: Token[tuple[float, float] | None]) -> None:
+        self._var.reset(token)
+
+    def get(self) -> float | None:
+        """When the request came in, or None."""
+        value = self._var.get()
+        return None if value is None else value[0]
+
+    def taken_up(self) -> float | None:
+        """When a thread took the request up (when `set` was called), or None."""
+        value = self._var.get()
+        return None if value is None else value[1]
+
+
+REQUEST_STARTED: Final = RequestStart()
 
 T = TypeVar("T")
 _WRITE_ATTEMPTS = 20
@@ -109,6 +137,13 @@ class NotWriter(RuntimeError):
 
 class StoreTimeout(RuntimeError):
     """The log did not let us catch up, or apply our own write, within the timeout."""
+
+
+class NoTimeLeft(StoreTimeout):
+    """A thread took the request up in time, but its own checks (parsing, compatibility)
+    spent its timeout before its write reached the writer: nothing was waited for in the
+    log and nothing appended. A StoreTimeout to the store's callers, kept apart so that
+    the HTTP layer answers it as the request's fault, not the log's."""
 
 
 @dataclass(frozen=True)
@@ -371,15 +406,21 @@ class LogWriter:
         return result
 
     def _deadline(self) -> float:
-        """One timeout from now, or from `REQUEST_STARTED` when set. Raises StoreTimeout
-        when a request waited its whole timeout before getting here (for a server
-        thread, say): refused before touching the log, rather than starting a write with
-        no time left to be acknowledged in."""
-        deadline = time.monotonic() + self._timeout
+        """One timeout from now, or from `REQUEST_STARTED` when set. When a request used
+        its whole timeout before getting here it is refused before touching the log,
+        rather than starting a write with no time left to be acknowledged in: with
+        StoreTimeout if it waited all that time for a server thread, with NoTimeLeft if
+        a thread took it up in time and its own checks (parsing, compatibility) spent it."""
+        now = time.monotonic()
+        deadline = now + self._timeout
         started = REQUEST_STARTED.get()
         if started is not None:
             deadline = min(deadline, started + self._timeout)
-            if deadline <= time.monotonic():
+            if deadline <= now:
+                taken_up = REQUEST_STARTED.taken_up()
+                if taken_up is not None and taken_up < deadline:
+                    raise NoTimeLeft(f"{now - taken_up:.1f} s of checks, past the request's "
+                                     f"{self._timeout:g} s, before it reached the log")
                 raise StoreTimeout(f"no time left: the request came in {self._timeout:g} s ago")
         return deadline
 

@@ -3,6 +3,10 @@ direct views alike: the registry's own (`registry.errors`, one type per Confluen
 the store's (`RecordTooLarge` 42209, `StoreTimeout` 50002, `LogUnavailable` 50001),
 Werkzeug's HTTP errors, and anything unexpected (50001, logged, no traceback sent).
 `NotWriter` has no answer here: the write goes to the leader (`registry.http.app`).
+
+50002 is the store's: a wait on the log that ran out. A request that spent its time
+before reaching the log (`NoTimeLeft`: its parsing and compatibility checks took it)
+answers 422/42201 instead, as Confluent answers a schema its checks refuse.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from werkzeug.exceptions import HTTPException
 
 from registry import errors
 from store.log import LogUnavailable, RecordTooLarge
-from store.writer import NotWriter, StoreTimeout
+from store.writer import NoTimeLeft, NotWriter, StoreTimeout
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,10 @@ def error_answer(exc: Exception, max_request_bytes: int, serving: str) -> tuple[
         return exc.body(), exc.http_status
     if isinstance(exc, RecordTooLarge):
         return _registry(errors.SchemaTooLarge(f"Write failed because schema is too large: {exc}"))
+    if isinstance(exc, NoTimeLeft):  # before StoreTimeout, which it extends
+        return _registry(errors.InvalidSchema(
+            f"Invalid schema: checking the request (parsing, compatibility) took longer than "
+            f"the registry allows ({exc}); nothing was written"))
     if isinstance(exc, StoreTimeout):
         return _registry(errors.StoreTimeout(f"Timed out on the schema log: {exc}"))
     if isinstance(exc, LogUnavailable):
