@@ -60,6 +60,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from registry.schema_types.base import InvalidSchema
+from registry.schema_types.protobuf.includes import INCLUDE_PATHS
 
 MAIN_FILE: Final = "default"
 """The file name the schema itself compiles under: what Confluent names it in
@@ -339,7 +340,7 @@ class _Worker:
             fcntl.flock(self._lock, fcntl.LOCK_EX)
             # The worker inherits the locked descriptor: the lock lasts while either lives.
             self.process = subprocess.Popen(
-                [sys.executable, "-I", str(_WORKER_SCRIPT), self.scratch],
+                [sys.executable, "-I", str(_WORKER_SCRIPT), self.scratch, *map(str, INCLUDE_PATHS)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 bufsize=0, close_fds=True, pass_fds=(self._lock,),
             )

@@ -1,8 +1,9 @@
 """The protoc worker: a child process that compiles .proto files, one request at a time.
 
-Started by `compiler.ProtocPool` as `python -I <this file> <scratch directory>`; imports
-nothing of ours, so it starts without the registry's dependencies. Why a separate
-process: protoc is C++, and a crash in it (a stack overflow on input we failed to
+Started by `compiler.ProtocPool` as `python -I <this file> <scratch directory>
+<include directory>...` (where the files schemas import without a reference are, see
+includes.py); imports nothing of ours, so it starts without the registry's dependencies.
+Why a separate process: protoc is C++, and a crash in it (a stack overflow on input we failed to
 bound, a bug) must not take the registry down.
 
 Protocol on stdin/stdout, all integers big-endian u32 (see `compiler.py`):
@@ -32,10 +33,6 @@ from typing import BinaryIO
 
 from grpc_tools import _protoc_compiler
 
-import grpc_tools
-
-# The well-known types (google/protobuf/*.proto) that grpcio-tools ships beside protoc.
-_WELL_KNOWN = Path(grpc_tools.__file__).parent / "_proto"
 _U32 = struct.Struct(">I")
 
 
@@ -74,7 +71,7 @@ def _safe_path(root: Path, name: str) -> Path:
     return path
 
 
-def _compile(root: Path, files: list[tuple[str, bytes]]) -> tuple[int, bytes]:
+def _compile(root: Path, includes: list[Path], files: list[tuple[str, bytes]]) -> tuple[int, bytes]:
     # A fixed layout, so the parent knows which path prefix to strip from diagnostics.
     sources, output = root / "src", root / "out.pb"
     try:
@@ -88,7 +85,7 @@ def _compile(root: Path, files: list[tuple[str, bytes]]) -> tuple[int, bytes]:
             # The sources first, so a registered reference named like a
             # well-known file wins over it, as in Confluent.
             b"--proto_path=" + os.fsencode(sources),
-            b"--proto_path=" + os.fsencode(_WELL_KNOWN),
+            *(b"--proto_path=" + os.fsencode(include) for include in includes),
             b"--include_imports",
             b"--include_source_info",
             b"--descriptor_set_out=" + os.fsencode(output),
@@ -107,7 +104,7 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def main() -> None:
-    root = Path(sys.argv[1])
+    root, includes = Path(sys.argv[1]), [Path(arg) for arg in sys.argv[2:]]
     signal.signal(signal.SIGTERM, _stop)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     try:
@@ -116,7 +113,7 @@ def main() -> None:
             if files is None:
                 return
             try:
-                status, payload = _compile(root, files)
+                status, payload = _compile(root, includes, files)
             except (OSError, ValueError) as error:
                 status, payload = 1, f"cannot compile: {error}".encode()
             stdout.write(bytes([status]) + _U32.pack(len(payload)) + payload)

@@ -165,7 +165,8 @@ class ProtobufType:
         serializers register it: it is printed to .proto text (descriptor_text.py) and
         compiled like any other, as Confluent's registry does.
         Each reference name is an import path: `import "other.proto"` is resolved by the
-        reference named "other.proto"; google/protobuf/*.proto need no reference.
+        reference named "other.proto"; google/protobuf/*.proto and the google/type/*.proto
+        Confluent bundles need no reference (includes.py).
         `lenient` (for schemas already in the log) changes nothing for Protobuf: every
         check is protoc's or a bound that protects it (compiler.py), and those hold for
         every compile; a refusal is remembered, so a lenient parse after a strict one
