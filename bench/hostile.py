@@ -11,6 +11,11 @@ time to answer, and the unrelated writes' p50 and max latency while it ran, next
 same writes' p50 with nothing else going on. A request still unanswered after its cap is
 shown as "> cap". Also: the memory held by 30 request bodies that never finish, and the
 parse time of a typical 10-field record against `json.loads` of the same text.
+
+The format classes (JSON Schema, Protobuf) are measured against unrelated reads instead:
+a reader thread sends `GET /subjects` in a loop throughout, and the table shows the
+hostile request's status and time to answer, and the reads' p99 and max latency while it
+ran, next to their p99 with nothing else going on (a read must never wait for a check).
 """
 from __future__ import annotations
 
@@ -75,6 +80,41 @@ class Background:
 
 
 @dataclass
+class Reader:
+    """Sends `GET /subjects` in a loop, without pause; records each read's latency."""
+
+    url: str
+    latencies: list[tuple[float, float]] = field(default_factory=list)  # (started, seconds)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        session = requests.Session()
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                session.get(f"{self.url}/subjects", headers=HEADERS, timeout=CAP_SECONDS)
+            except requests.RequestException:
+                pass
+            self.latencies.append((began, time.monotonic() - began))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(CAP_SECONDS + 5)
+
+    def during(self, start: float, end: float) -> list[float]:
+        return [lat for began, lat in self.latencies if start <= began + lat and began <= end]
+
+
+def p99(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+@dataclass
 class Hostile:
     name: str
     send: Callable[[str], int]  # url -> status
@@ -133,6 +173,52 @@ def slow_body(url: str) -> int:
     return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else 0
 
 
+def patterned(count: int, new_properties: int = 0) -> dict:
+    """A closed object with `count` patternProperties and `new_properties` properties."""
+    return {"type": "object", "additionalProperties": False,
+            "patternProperties": {f"^p{i}_[a-z]+$": {"type": "string"} for i in range(count)},
+            "properties": {f"n{j}": {"type": "integer"} for j in range(new_properties)}}
+
+
+def json_patterns_setup(url: str) -> None:
+    post(url, "/subjects/patterns/versions", {"schemaType": "JSON", "schema": json.dumps(patterned(5000))},
+         timeout=600)
+
+
+def json_patterns_attack(url: str) -> int:
+    return post(url, "/subjects/patterns/versions",
+                {"schemaType": "JSON", "schema": json.dumps(patterned(5000, new_properties=100))})
+
+
+def nested_proto(levels: int = 7, fields: int = 12, leaf_extra: bool = False) -> str:
+    """`levels` messages, each holding `fields` fields of the message below (12^7 paths)."""
+    lines = ['syntax = "proto3";', "package hostile;",
+             "message M0 { int32 a = 1;" + (" string b = 2;" if leaf_extra else "") + " }"]
+    for level in range(1, levels + 1):
+        body = " ".join(f"M{level - 1} f{i} = {i};" for i in range(1, fields + 1))
+        lines.append(f"message M{level} {{ {body} }}")
+    return "\n".join(lines)
+
+
+def proto_nested_setup(url: str) -> None:
+    post(url, "/subjects/nested/versions", {"schemaType": "PROTOBUF", "schema": nested_proto()}, timeout=600)
+
+
+def proto_nested_attack(url: str) -> int:
+    return post(url, "/subjects/nested/versions",
+                {"schemaType": "PROTOBUF", "schema": nested_proto(leaf_extra=True)})
+
+
+def proto_braces(url: str) -> int:
+    return post(url, "/subjects/braces/versions", {"schemaType": "PROTOBUF", "schema": "}" * (2 * 1024 * 1024)})
+
+
+HOSTILE_FORMATS = [
+    Hostile("json: 100 new props vs 5,000 patternProperties", json_patterns_attack, json_patterns_setup),
+    Hostile("protobuf: 7 levels of 12 fields, a new version", proto_nested_attack, proto_nested_setup),
+    Hostile("protobuf: 2 MB of '}'", proto_braces),
+]
+
 HOSTILE = [
     Hostile("references: 100 per level, 3 below (10^6 paths)", fan_out_attack, fan_out_setup),
     Hostile("enum: 20,000 symbols, one duplicate", big_enum),
@@ -162,6 +248,29 @@ def measure(cli: Path, hostile: Hostile) -> tuple[str, float, float, float, floa
         during = background.during(began, began + took) or [0.0]
         return (status, took, statistics.median(idle) * 1000 if idle else 0.0,
                 statistics.median(during) * 1000, max(during) * 1000)
+
+
+def measure_reads(cli: Path, hostile: Hostile) -> tuple[str, float, float, float, float]:
+    """(status, seconds to answer, idle p99 ms, p99 ms during, max ms during) of
+    `GET /subjects` sent in a loop while `hostile` is answered."""
+    with tempfile.TemporaryDirectory() as tmp, registry(Path(tmp), cli=cli) as (url, _):
+        hostile.setup(url)
+        reader = Reader(url)
+        reader.start()
+        time.sleep(1.0)
+        idle = [lat for _, lat in reader.latencies]
+        began = time.monotonic()
+        try:
+            status = str(hostile.send(url))
+        except requests.Timeout:
+            status = f"> {CAP_SECONDS:g} s"
+        except requests.RequestException as exc:
+            status = type(exc).__name__
+        took = time.monotonic() - began
+        time.sleep(0.3)
+        reader.stop()
+        during = reader.during(began, began + took) or [0.0]
+        return (status, took, p99(idle) * 1000 if idle else 0.0, p99(during) * 1000, max(during) * 1000)
 
 
 def held_by_unfinished_bodies(cli: Path, count: int = 30, size: int = 16 * 1024 * 1024) -> float:
@@ -218,11 +327,23 @@ def parse_times(checkout: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the code before (with its .venv)")
+    parser.add_argument("--formats-only", action="store_true",
+                        help="only the JSON Schema and Protobuf requests, against unrelated reads")
     args = parser.parse_args()
     sides: list[tuple[str, Path, Path]] = [("after", CLI, ROOT)]
     if args.before:
         sides.insert(0, ("before", args.before / ".venv" / "bin" / "schema-registry", args.before))
-    print(f"{'request':44} {'side':7} {'status':>10} {'answer s':>9} {'idle p50':>9} {'p50 during':>11} {'max during':>11}")
+    print(f"{'request (reads: GET /subjects)':48} {'side':7} {'status':>10} {'answer s':>9} {'idle p99':>9} "
+          f"{'p99 during':>11} {'max during':>11}")
+    for hostile in HOSTILE_FORMATS:
+        for side, cli, _ in sides:
+            status, took, idle, p99_during, worst = measure_reads(cli, hostile)
+            print(f"{hostile.name:48} {side:7} {status:>10} {took:9.2f} {idle:8.1f}ms {p99_during:9.1f}ms "
+                  f"{worst:9.1f}ms", flush=True)
+    if args.formats_only:
+        return
+    print(f"{'request (writes: a registration every 50 ms)':44} {'side':7} {'status':>10} {'answer s':>9} "
+          f"{'idle p50':>9} {'p50 during':>11} {'max during':>11}")
     for hostile in HOSTILE:
         for side, cli, _ in sides:
             status, took, idle, p50, worst = measure(cli, hostile)
