@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from registry.node import build_node
+from registry.schema_types import InvalidSchema
 from registry.schema_types.protobuf import PROTOBUF
 from registry.schema_types.protobuf.includes import GOOGLE_TYPES
 from registry.service import NewSchema, RegisterRequest
@@ -86,3 +87,68 @@ def test_the_bundled_files_are_package_data():
     package = GOOGLE_TYPES.parents[2]
     shipped = {p for pattern in globs for p in package.glob(pattern)}
     assert set(GOOGLE_TYPES.glob("*.proto")) <= shipped, "a wheel ships every bundled .proto file"
+
+
+# --- (c) imports resolved across all the references given ----------------------------------
+# Confluent resolves a schema's types across every schema its references reach, whatever
+# file names its imports give (ProtobufSchema's dependencies map, Context.collectTypeInfo),
+# and skips an import that names none of them (toDynamicSchema). Karapace's
+# test_references ("With reference to nested message") registers this pair.
+
+NESTED = '''syntax = "proto3";
+
+message NoReference {
+  message NoReferenceNested {
+    string nameNested = 1;
+  }
+  string name = 1;
+  NoReferenceNested ref = 2;
+}
+'''
+WITH_REF_TO_NESTED = '''syntax = "proto3";
+
+import "NoReferenceNested.proto";
+
+message WithReference {
+  string name = 1;
+  NoReference.NoReferenceNested ref = 2;
+}
+'''
+
+
+def test_an_import_named_like_no_reference_resolves_across_the_references_given():
+    schema = PROTOBUF.parse(WITH_REF_TO_NESTED, {"NoReference.proto": NESTED})
+    assert schema.canonical() == WITH_REF_TO_NESTED, "the import is printed as written"
+    assert ".NoReference.NoReferenceNested ref = 2;" in schema.normalized(), \
+        "the field's type is the referenced file's nested message"
+
+
+def test_a_reference_may_import_a_file_by_another_name_too():
+    middle = 'syntax = "proto3"; import "Elsewhere.proto"; message Middle { NoReference n = 1; }'
+    top = 'syntax = "proto3"; import "Middle.proto"; message Top { Middle m = 1; }'
+    schema = PROTOBUF.parse(top, {"NoReference.proto": NESTED, "Middle.proto": middle})
+    assert schema.message_names() == ["Top"]
+    schema.file_descriptor_set()  # every file, the stand-in for Elsewhere.proto included
+
+
+def test_an_unknown_import_with_no_reference_to_resolve_it_is_still_refused():
+    with pytest.raises(InvalidSchema, match="Nowhere.proto"):
+        PROTOBUF.parse('syntax = "proto3"; import "Nowhere.proto"; message M { Gone g = 1; }', {})
+
+
+def test_a_reference_importing_the_unknown_name_itself_does_not_make_a_cycle():
+    # Both import "Shared.proto", which no reference is named; the stand-in for it must
+    # not import a file that imports it.
+    a = 'syntax = "proto3"; import "Shared.proto"; message A { NoReference n = 1; }'
+    top = 'syntax = "proto3"; import "a.proto"; import "Shared.proto"; message Top { A a = 1; NoReference n = 2; }'
+    schema = PROTOBUF.parse(top, {"NoReference.proto": NESTED, "a.proto": a})
+    assert "NoReference n = 2;" in schema.canonical()
+
+
+def test_registering_the_nested_reference_pair_through_the_service(node):
+    register(node, "wr_s1_with_nested_message", NESTED)
+    registered = register(node, "wr_s2_referencing_nested_message", WITH_REF_TO_NESTED,
+                          (SchemaReference("NoReference.proto", "wr_s1_with_nested_message", 1),))
+    stored, _ = node.service.schema_by_id(registered.id)
+    assert stored.schema == WITH_REF_TO_NESTED and stored.references, \
+        "stored as written, with its reference"

@@ -60,6 +60,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from registry.schema_types.base import InvalidSchema
+from registry.schema_types.protobuf.imports import stand_ins
 from registry.schema_types.protobuf.includes import INCLUDE_PATHS
 
 MAIN_FILE: Final = "default"
@@ -194,9 +195,11 @@ class CompiledSchema:
     """What protoc made of a schema and its references."""
 
     files: tuple[descriptor_pb2.FileDescriptorProto, ...]
-    """Every file, each after the files it imports; the schema's own file is last."""
+    """Every file, each after the files it imports; the schema's own file is last. Stand-ins
+    for imported names no reference has (imports.py) are among them."""
     sources: Mapping[str, str]
-    """Source text by file name, for the schema and its references (not well-known files)."""
+    """Source text by file name, for the schema and its references (not well-known files
+    or stand-ins)."""
 
     @property
     def main(self) -> descriptor_pb2.FileDescriptorProto:
@@ -205,7 +208,9 @@ class CompiledSchema:
 
 def compile_schema(text: str, references: Mapping[str, str], *,
                    pool: ProtocPool | None = None) -> CompiledSchema:
-    """Compile `text`, which may import each reference by its name. Raises InvalidSchema.
+    """Compile `text`, which may import each reference by its name, and whose imports of
+    names no reference has resolve across all the references (imports.py). Raises
+    InvalidSchema.
 
     Every file is checked against the bounds first (`check_bounds`): text past them is
     refused without starting the compiler. Blocks while protoc runs, at most
@@ -220,7 +225,12 @@ def compile_schema(text: str, references: Mapping[str, str], *,
     main_name = MAIN_FILE
     while main_name in sources:  # a reference may be named "default" too
         main_name += "_"
-    files.append((main_name, check_bounds(text, "the schema")))
+    encoded = check_bounds(text, "the schema")
+    # Imports no reference is named for, resolved across all of them, as Confluent does
+    # (imports.py). Stand-ins are compiled, not sources: they hold no definitions.
+    for name, stand_in in stand_ins({**sources, main_name: text}, references).items():
+        files.append((name, stand_in.encode("utf-8")))
+    files.append((main_name, encoded))
     sources[main_name] = text
     try:
         payload = (pool or default_pool()).compile(files)

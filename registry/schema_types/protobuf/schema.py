@@ -85,7 +85,8 @@ class ProtobufSchema:
         return base64.b64encode(self._descriptors[-1].SerializeToString()).decode("ascii")
 
     def file_descriptor_set(self) -> descriptor_pb2.FileDescriptorSet:
-        """The schema's file and every file it imports (references and well-known types),
+        """The schema's file and every file it imports (references, bundled files, and the
+        stand-ins for imports no reference is named for, see imports.py),
         dependencies first, each as in `file_descriptor_proto`: enough for
         `descriptor_pool.DescriptorPool.Add` to build message classes. A new copy."""
         return descriptor_pb2.FileDescriptorSet(file=self._descriptors)
@@ -166,7 +167,8 @@ class ProtobufType:
         compiled like any other, as Confluent's registry does.
         Each reference name is an import path: `import "other.proto"` is resolved by the
         reference named "other.proto"; google/protobuf/*.proto and the google/type/*.proto
-        Confluent bundles need no reference (includes.py).
+        Confluent bundles need no reference (includes.py); an import no reference is
+        named for resolves across all the references, as in Confluent (imports.py).
         `lenient` (for schemas already in the log) changes nothing for Protobuf: every
         check is protoc's or a bound that protects it (compiler.py), and those hold for
         every compile; a refusal is remembered, so a lenient parse after a strict one
