@@ -18,7 +18,7 @@ from registry import errors
 from registry.compatibility import CompatibilityLevel, PreviousVersion, incompatibilities
 from registry.modes import Mode
 from registry.parse_memo import ParseMemo
-from registry.schema_types import SCHEMA_TYPES, InvalidSchema, ParsedSchema, SchemaType
+from registry.schema_types import SCHEMA_TYPES, CheckTooCostly, InvalidSchema, ParsedSchema, SchemaType
 from registry.schema_types.avro_tags import TagPathError, with_tags
 from store.cache import Cache, StoredSchema, content_key, qualify_reference
 from store.contracts import (
@@ -641,7 +641,7 @@ class RegistryService:
         target = self._cache.version(subject, number) if number != -1 else live[-1]
         if target is None or target.deleted:
             raise errors.VersionNotFound(f"Version {number} not found.")
-        return incompatibilities(level, parsed, [self._previous(target)], all_versions=True)
+        return _checked(lambda: incompatibilities(level, parsed, [self._previous(target)], all_versions=True))
 
     # ---- writes ------------------------------------------------------------------
 
@@ -904,7 +904,7 @@ class RegistryService:
 
     def _problems(self, parsed: ParsedSchema, basis: _Basis) -> list[str]:
         level, against = basis
-        return incompatibilities(level, parsed, [self._previous(v) for v in against])
+        return _checked(lambda: incompatibilities(level, parsed, [self._previous(v) for v in against]))
 
     def _import_value(self, subject: str, request: RegisterRequest, text: str, versions: list[SchemaValue],
                       metadata: Metadata | None, rule_set: RuleSet | None,
@@ -1209,6 +1209,14 @@ def _merged_config(old: ConfigValue, subject: str | None, update: ConfigUpdate, 
         override_metadata=pick("overrideMetadata", update.override_metadata, old.override_metadata),
         default_rule_set=pick("defaultRuleSet", update.default_rule_set, old.default_rule_set),
         override_rule_set=pick("overrideRuleSet", update.override_rule_set, old.override_rule_set))
+
+
+def _checked(check: Callable[[], list[str]]) -> list[str]:
+    """A compatibility check's reasons; a check past its work budget is refused (422)."""
+    try:
+        return check()
+    except CheckTooCostly as exc:
+        raise errors.InvalidSchema(f"Invalid schema: {exc}; nothing was written") from None
 
 
 def _references_exist(subject: str, version: int) -> str:

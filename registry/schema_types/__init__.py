@@ -13,7 +13,7 @@ import importlib
 import threading
 from collections.abc import Iterator, Mapping
 
-from registry.schema_types.base import InvalidSchema, ParsedSchema, SchemaType
+from registry.schema_types.base import CheckTooCostly, InvalidSchema, ParsedSchema, SchemaType
 
 
 class SchemaTypes(Mapping[str, SchemaType]):
@@ -54,4 +54,4 @@ SCHEMA_TYPES = SchemaTypes({
     "PROTOBUF": ("registry.schema_types.protobuf", "PROTOBUF"),
 })
 
-__all__ = ["SCHEMA_TYPES", "InvalidSchema", "ParsedSchema", "SchemaType", "SchemaTypes"]
+__all__ = ["SCHEMA_TYPES", "CheckTooCostly", "InvalidSchema", "ParsedSchema", "SchemaType", "SchemaTypes"]

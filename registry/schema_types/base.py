@@ -15,6 +15,13 @@ class InvalidSchema(ValueError):
     """The schema text is not a valid schema of its type. The message says why."""
 
 
+class CheckTooCostly(ValueError):
+    """Deciding compatibility would take more work than the two schemas' sizes allow
+    (each type counts its comparison steps against a budget proportional to them). The
+    request's fault, not the registry's: the service answers 422, and writes nothing.
+    The message says what to simplify."""
+
+
 class ParsedSchema(Protocol):
     """A validated schema. Immutable; safe to share between threads."""
 

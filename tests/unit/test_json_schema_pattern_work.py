@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from registry.schema_types import CheckTooCostly
 from registry.schema_types.json_schema import JSON, JsonSchema
 from registry.schema_types.json_schema import compatibility
 
@@ -32,12 +33,16 @@ def test_many_new_properties_against_thousands_of_patterns_are_refused_within_th
     old = parse(patterned(5000))
     new = parse(patterned(5000, properties={f"n{j}": {"type": "integer"} for j in range(100)}))
     began = time.monotonic()
-    reasons = new.read_errors(old)
+    with pytest.raises(CheckTooCostly) as refused:
+        new.read_errors(old)
     took = time.monotonic() - began
-    assert len(reasons) == 1 and "deciding compatibility would take more than" in reasons[0], \
+    reason = str(refused.value)
+    assert "deciding compatibility would take more than" in reason, \
         "matches past the work budget end the comparison with a reason, as other spent budgets do"
-    assert "patternProperties" in reasons[0], "the reason names what to simplify"
-    assert new.read_errors(old) == reasons, "the refusal is a matter of work counted, not of time"
+    assert "patternProperties" in reason, "the reason names what to simplify"
+    with pytest.raises(CheckTooCostly) as again:
+        new.read_errors(old)
+    assert str(again.value) == reason, "the refusal is a matter of work counted, not of time"
     assert took < 10, f"a refused comparison stops at its budget, not after every match ({took:.1f} s)"
 
 
@@ -87,8 +92,10 @@ def test_a_pattern_too_large_to_match_within_bounded_work_is_refused_quickly() -
                  "patternProperties": {f"{huge}{i}": {"type": "string"} for i in range(200)},
                  "properties": {"a": {"type": "integer"}}})
     began = time.monotonic()
-    (reason,) = new.read_errors(old)
+    with pytest.raises(CheckTooCostly) as refused:
+        new.read_errors(old)
     took = time.monotonic() - began
+    reason = str(refused.value)
     assert "too large" in reason and "patternProperties" in reason, reason
     assert took < 5, f"one oversized pattern ends the comparison ({took:.1f} s)"
 
@@ -106,3 +113,21 @@ def test_a_long_name_against_a_large_pattern_costs_more_than_one_unit() -> None:
     before = comparison.calls
     comparison.partial_object_schema(node, "x" * 2000)
     assert comparison.calls == before, "a name is matched against a node's patterns once per comparison"
+
+
+def test_a_registration_whose_check_spends_its_budget_is_refused_422_and_writes_nothing() -> None:
+    """Through the front end: the check's budget spent is the request's fault (422 with
+    the reason), never an incompatibility it did not decide, a 5xx or a write."""
+    import json as json_module
+
+    from tests.asgi_client import NodeClient
+    with NodeClient() as client:
+        first = client.post("/subjects/patterned/versions",
+                            {"schemaType": "JSON", "schema": json_module.dumps(patterned(5000))})
+        assert first.status == 200, first.body
+        grown = patterned(5000, properties={f"n{j}": {"type": "integer"} for j in range(100)})
+        answer = client.post("/subjects/patterned/versions",
+                             {"schemaType": "JSON", "schema": json_module.dumps(grown)})
+        assert answer.status == 422 and answer.json()["error_code"] == 42201, answer.body
+        assert "patternProperties" in answer.json()["message"], answer.body
+        assert client.get("/subjects/patterned/versions").json() == [1], "nothing written"

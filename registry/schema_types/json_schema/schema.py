@@ -31,7 +31,7 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema.protocols import Validator
 
-from registry.schema_types.base import InvalidSchema, ParsedSchema
+from registry.schema_types.base import CheckTooCostly, InvalidSchema, ParsedSchema
 from registry.schema_types.json_schema.compatibility import TooMuchWork, compare
 from registry.schema_types.json_schema.drafts import (
     OFFLINE_REGISTRY,
@@ -125,10 +125,10 @@ class JsonSchema:
             differences = compare(writer._root, self._root, budget)
         except TooMuchWork as exc:
             what = f" ({exc})" if str(exc) else ""
-            return [f"#/: deciding compatibility would take more than {budget} schema "
-                    f"comparisons or patternProperties matches (the limit for schemas of "
-                    f"this size){what}, so the schemas are treated as incompatible; simplify "
-                    f"large oneOf/anyOf/allOf unions or patternProperties"]
+            raise CheckTooCostly(
+                f"deciding compatibility would take more than {budget} schema comparisons or "
+                f"patternProperties matches (the limit for schemas of this size){what}; simplify "
+                f"large oneOf/anyOf/allOf unions or patternProperties") from None
         return [difference.sentence() for difference in differences if not difference.compatible]
 
     def validator(self) -> Validator:

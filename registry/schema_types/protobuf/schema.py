@@ -17,7 +17,7 @@ from typing import Final
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
-from registry.schema_types.base import InvalidSchema, ParsedSchema
+from registry.schema_types.base import CheckTooCostly, InvalidSchema, ParsedSchema
 from registry.schema_types.protobuf import compatibility
 from registry.schema_types.protobuf.compiler import CompiledSchema, ProtocPool, compile_schema
 from registry.schema_types.protobuf.descriptor_text import DescriptorText, proto_text
@@ -112,9 +112,8 @@ class ProtobufSchema:
         try:
             differences = compatibility.compare(writer, self, budget)
         except compatibility.TooMuchWork:
-            return [f"#/: deciding compatibility would take more than {budget} comparison "
-                    f"steps (the limit for schemas of this size), so the schemas are treated "
-                    f"as incompatible"]
+            raise CheckTooCostly(f"deciding compatibility would take more than {budget} comparison steps "
+                                 "(the limit for schemas of this size)") from None
         return [difference.message() for difference in differences if not difference.compatible]
 
     @cached_property
