@@ -246,7 +246,7 @@ class AsgiBridge:
         if path[:1] != "/" or path[1:2] == "/" or (len(path) > 1 and path[-1] == "/") \
                 or path.startswith(CONTEXT_PREFIX):
             return None  # refused, made plain or rewritten first, by `_serve`
-        if name != "GET" and self._cross_site.refusal(method, "http", headers) is not None:
+        if name != "GET" and self._cross_site.refusal(name, "http", headers) is not None:
             return None  # refused by `_serve`, as every change a browser sends cross-site
         facts = _HeaderFacts(headers)
         if facts.size > self._max_header_bytes:
@@ -329,8 +329,7 @@ class AsgiBridge:
             if route is not None:
                 exchange.endpoint = route.endpoint
         # A change a browser sends on another site's behalf.
-        refusal = self._cross_site.refusal(scope["method"].encode("latin-1"), scope.get("scheme", "http"),
-                                           scope["headers"])
+        refusal = self._cross_site.refusal(method, scope.get("scheme", "http"), scope["headers"])
         if refusal is not None:
             raise _Refused(403, refusal, "cross_site", 40301)
         # Authentication and authorization, one step, whole before anything is answered:

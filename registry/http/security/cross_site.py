@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-_SAFE = frozenset({b"GET", b"HEAD", b"OPTIONS"})
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class CrossSite:
@@ -25,7 +25,7 @@ class CrossSite:
         self._any = "*" in allowed_origins
         self._allowed = frozenset(o.rstrip("/").lower() for o in allowed_origins)
 
-    def refusal(self, method: bytes, scheme: str, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    def refusal(self, method: str, scheme: str, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
         """Why a request must be refused as cross-site (a 403), or None. Never blocks."""
         if method in _SAFE:
             return None
