@@ -98,6 +98,7 @@ browser:
 	  else echo "make browser: chromium is missing and cannot be installed here (not root or no apt-get)"; fi; }
 
 test: browser
+test: docs
 
 test-unit: $(TEST_STAMP) native
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
@@ -145,6 +146,13 @@ test-interop: interop-deps
 	$(BIN)/python -m pytest tests/interop -q -p no:cacheprovider
 
 test: interop-deps
+
+## docs: the documentation site (mkdocs.yml, docs/) built strictly into .venv/site: a broken
+## link, a missing anchor or a page left out of the navigation fails it (and so make test)
+.PHONY: docs
+docs: $(TEST_STAMP)
+	@$(BIN)/python -c 'import mkdocs' 2>/dev/null || $(BIN)/pip install --quiet 'mkdocs==1.6.1'
+	$(BIN)/mkdocs build --strict --quiet
 
 ## infra-*: real Kafka (KRaft) and ZooKeeper from Maven Central, on loopback;
 ## infra-fetch also puts Spark's Kafka and Avro connector jars in .infra/jars/spark
