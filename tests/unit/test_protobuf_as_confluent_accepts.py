@@ -10,7 +10,8 @@ import pytest
 
 from registry.node import build_node
 from registry.schema_types import InvalidSchema
-from registry.schema_types.protobuf import PROTOBUF
+from registry.schema_types.protobuf import PROTOBUF, ProtobufType
+from registry.schema_types.protobuf.compiler import ProtocPool
 from registry.schema_types.protobuf.includes import GOOGLE_TYPES
 from registry.service import NewSchema, RegisterRequest
 from registry.settings import load_settings
@@ -152,3 +153,104 @@ def test_registering_the_nested_reference_pair_through_the_service(node):
     stored, _ = node.service.schema_by_id(registered.id)
     assert stored.schema == WITH_REF_TO_NESTED and stored.references, \
         "stored as written, with its reference"
+
+
+# --- (b) custom options nothing defines ---------------------------------------------------
+# Confluent's validation normalises the schema, keeping option names it cannot resolve as
+# written, and its descriptors drop them (RestApiTest.testCustomOption registers these).
+
+CUSTOM_OPTION = '''syntax = "proto3";
+
+import "google/protobuf/descriptor.proto";
+
+option java_package = "io.confluent.kafka.serializers.protobuf.test";
+option java_outer_classname = "TestEnumProtos";
+option php_namespace = "Bug\\\\V1";
+
+message TestEnum {
+  option (some_ref) = "https://test.com";
+
+  Suit suit = 1;
+
+  oneof test_oneof {
+    option (some_ref) = "https://test.com";
+  
+    string name = 2;
+    int32 age = 3;
+  }
+
+  enum Suit {
+    option (some_ref) = "https://test.com";
+    SPADES = 0;
+    HEARTS = 1;
+    DIAMONDS = 2;
+    CLUBS = 3;
+  }
+}
+'''
+
+
+def test_an_undefined_option_in_a_oneof_is_kept_in_the_text_and_left_out_of_the_descriptor():
+    text = 'syntax = "proto3"; message M { oneof x { option (my.unknown) = true; string a = 1; } }'
+    schema = PROTOBUF.parse(text, {})
+    expected = ('syntax = "proto3";\n\nmessage M {\n  oneof x {\n    option (my.unknown) = true;\n'
+                '  \n    string a = 1;\n  }\n}\n')
+    assert schema.canonical() == expected, "printed as Confluent prints it, option included"
+    assert schema.normalized() == expected, "normalisation keeps a name it cannot resolve"
+    oneof = schema.file_descriptor_proto().message_type[0].oneof_decl[0]
+    assert oneof.options.SerializeToString() == b"", "the descriptor has no value for it"
+
+
+def test_undefined_options_beside_defined_ones_in_one_block():
+    # protoc names one unknown option per block per compile; all are found at once.
+    text = '''syntax = "proto3";
+import "google/protobuf/descriptor.proto";
+extend google.protobuf.OneofOptions { int32 known = 50001; }
+message M {
+\toneof x {
+\t\toption (a.first) = "é";
+\t\toption (known) = 7;
+\t\toption (b.second) = { n: 1; s: "x;}" };
+\t\tstring a = 1;
+\t}
+}
+'''
+    schema = PROTOBUF.parse(text, {})
+    assert ('  oneof x {\n    option (a.first) = "é";\n    option (known) = 7;\n'
+            '    option (b.second) = {\n      n: 1,\n      s: "x;}"\n    };\n') in schema.canonical(), \
+        "each option where it was written, tabs and multi-byte characters before them or not"
+    oneof = schema.file_descriptor_proto().message_type[0].oneof_decl[0]
+    assert oneof.options.SerializeToString() == b"\x88\xb5\x18\x07", "the defined option keeps its value"
+
+
+def test_an_undefined_option_in_brackets_is_still_refused():
+    with pytest.raises(InvalidSchema, match="unknown"):
+        PROTOBUF.parse('syntax = "proto3"; message M { string a = 1 [(my.unknown) = true]; }', {})
+
+
+def test_an_undefined_option_with_another_error_reports_protocs_reasons():
+    with pytest.raises(InvalidSchema, match='"Gone" is not defined'):
+        PROTOBUF.parse('syntax = "proto3"; message M { option (x) = 1; Gone g = 1; }', {})
+
+
+def test_many_undefined_options_cost_three_compiles(monkeypatch):
+    pool = ProtocPool(size=1)
+    compiles = []
+    compile_files = pool.compile
+    monkeypatch.setattr(pool, "compile",
+                        lambda files, timeout=None: compiles.append(timeout) or compile_files(files, timeout))
+    text = ('syntax = "proto3"; message M { oneof x { '
+            + "".join(f"option (u{i}) = {i}; " for i in range(5_000)) + "string a = 1; } }")
+    try:
+        schema = ProtobufType(pool).parse(text, {})
+    finally:
+        pool.close()
+    assert schema.canonical().count("option (u") == 5_000, "every option is kept"
+    assert len(compiles) == 3, "refused, compiled without any custom option, then without the unknown ones"
+    assert all(0 < t < pool.timeout for t in compiles[1:]), "the later compiles share the first one's limit"
+
+
+def test_registering_confluents_custom_option_schema_through_the_service(node):
+    registered = register(node, "test-proto", CUSTOM_OPTION)
+    stored, _ = node.service.schema_by_id(registered.id)
+    assert stored.schema == CUSTOM_OPTION, "Confluent's test expects its text back unchanged"

@@ -52,6 +52,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -60,6 +61,10 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from registry.schema_types.base import InvalidSchema
+from registry.schema_types.protobuf.custom_options import (
+    compile_without_unknown_options,
+    only_unknown_options,
+)
 from registry.schema_types.protobuf.imports import stand_ins
 from registry.schema_types.protobuf.includes import INCLUDE_PATHS
 
@@ -214,7 +219,7 @@ def compile_schema(text: str, references: Mapping[str, str], *,
 
     Every file is checked against the bounds first (`check_bounds`): text past them is
     refused without starting the compiler. Blocks while protoc runs, at most
-    COMPILE_TIMEOUT seconds plus the wait for a free worker.
+    COMPILE_TIMEOUT seconds in all plus the wait for a free worker.
     """
     files: list[tuple[str, bytes]] = []
     sources: dict[str, str] = {}
@@ -232,18 +237,45 @@ def compile_schema(text: str, references: Mapping[str, str], *,
         files.append((name, stand_in.encode("utf-8")))
     files.append((main_name, encoded))
     sources[main_name] = text
+    pool = pool or default_pool()
+    deadline = time.monotonic() + pool.timeout
     try:
-        payload = (pool or default_pool()).compile(files)
+        descriptor_set = _descriptor_set(pool.compile(files))
     except CompileError as error:
-        raise InvalidSchema(_readable(str(error), main_name, error.cut_short)) from None
-    try:
-        descriptor_set = descriptor_pb2.FileDescriptorSet.FromString(payload)
-    except DecodeError:
-        raise InvalidSchema("the Protobuf compiler returned an unreadable descriptor set") from None
+        # Custom options nothing defines are accepted, as Confluent accepts them. The
+        # compiles that takes share the first one's time limit: a schema protoc needs
+        # long for costs no more than the limit, unknown options or not.
+        kept = None
+        if not error.cut_short and only_unknown_options(str(error)):
+            kept = compile_without_unknown_options(
+                files, sources, partial(_compiled_or_none, pool, deadline))
+        if kept is None:
+            raise InvalidSchema(_readable(str(error), main_name, error.cut_short)) from None
+        descriptor_set = kept
     compiled = tuple(descriptor_set.file)
     if not compiled or compiled[-1].name != main_name:
         raise InvalidSchema("the Protobuf compiler did not return the schema's descriptor")
     return CompiledSchema(compiled, sources)
+
+
+def _descriptor_set(payload: bytes) -> descriptor_pb2.FileDescriptorSet:
+    try:
+        return descriptor_pb2.FileDescriptorSet.FromString(payload)
+    except DecodeError:
+        raise InvalidSchema("the Protobuf compiler returned an unreadable descriptor set") from None
+
+
+def _compiled_or_none(pool: ProtocPool, deadline: float, files: list[tuple[str, bytes]]
+                      ) -> descriptor_pb2.FileDescriptorSet | None:
+    """`files` compiled by `deadline` (time.monotonic), or None if protoc refused them,
+    crashed or ran out of time."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    try:
+        return _descriptor_set(pool.compile(files, remaining))
+    except CompileError:
+        return None
 
 
 _DIAGNOSTIC: Final = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<column>\d+): (?P<message>.*)$")
@@ -521,11 +553,12 @@ class ProtocPool:
         self._started = 0
         self._closed = False
 
-    def compile(self, files: Sequence[tuple[str, bytes]]) -> bytes:
+    def compile(self, files: Sequence[tuple[str, bytes]], timeout: float | None = None) -> bytes:
         """A serialized FileDescriptorSet for the last of `files` and everything it imports.
 
-        Raises CompileError with protoc's diagnostics, or if it crashed or timed out;
-        the same files refused lately are refused again without compiling them.
+        Raises CompileError with protoc's diagnostics, or if it crashed or took longer than
+        `timeout` seconds (default: the pool's); the same files refused lately are
+        refused again without compiling them.
         """
         request = _request(files)
         key = hashlib.sha256(request).digest()
@@ -535,7 +568,7 @@ class ProtocPool:
             raise CompileError(refused[0], cut_short=refused[1])
         worker = self._acquire()
         try:
-            return worker.compile(request, self.timeout)
+            return worker.compile(request, self.timeout if timeout is None else timeout)
         except CompileError as error:
             with self._refusals_lock:
                 self._refusals[key] = (str(error), error.cut_short)

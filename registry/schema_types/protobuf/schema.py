@@ -168,6 +168,8 @@ class ProtobufType:
         reference named "other.proto"; google/protobuf/*.proto and the google/type/*.proto
         Confluent bundles need no reference (includes.py); an import no reference is
         named for resolves across all the references, as in Confluent (imports.py).
+        Custom option statements whose name nothing defines are kept in the text and
+        left out of the descriptors, as in Confluent (custom_options.py).
         `lenient` (for schemas already in the log) changes nothing for Protobuf: every
         check is protoc's or a bound that protects it (compiler.py), and those hold for
         every compile; a refusal is remembered, so a lenient parse after a strict one
