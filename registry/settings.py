@@ -44,7 +44,7 @@ DEFAULTS: dict[str, str] = {
     "max.inflight.request.bytes": str(64 * 1024 * 1024),
     "request.body.timeout.ms": "30000",
     "server.threads": "8",
-    # Security and observability (README, "Securing the registry"). Confluent's names
+    # Security and observability (docs/security.md). Confluent's names
     # where Confluent has them: ssl.*, authentication.*, the listeners' schemes.
     "ssl.keystore.location": "",
     "ssl.keystore.type": "",  # empty: PKCS12 for .p12/.pfx files, else PEM

@@ -128,7 +128,7 @@ class Client:
                                      f"(pip install -r tests/interop/python/requirements.txt)")
         if self.tool is not None and shutil.which(self.tool) is None:
             raise AssertionError(f"{self.name}: `{self.tool}` is not on PATH; the interop suite needs "
-                                 f"Node.js 20+ and Go (see README, Interop tests)")
+                                 f"Node.js 20+ and Go (see docs/development.md)")
         for path, how in self.needs:
             if not path.exists():
                 raise AssertionError(f"{self.name}: {path} is missing: {how}")
