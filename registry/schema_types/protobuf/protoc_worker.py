@@ -3,8 +3,8 @@
 Started by `compiler.ProtocPool` as `python -I <this file> <scratch directory>
 <include directory>...` (where the files schemas import without a reference are, see
 includes.py); imports nothing of ours, so it starts without the registry's dependencies.
-Why a separate process: protoc is C++, and a crash in it (a stack overflow on input we failed to
-bound, a bug) must not take the registry down.
+Why a separate process: protoc is C++, and a crash in it (a stack overflow on input we
+failed to bound, a bug) must not take the registry down.
 
 Protocol on stdin/stdout, all integers big-endian u32 (see `compiler.py`):
     request:  count, then per file: len(name), name, len(text), text (UTF-8);
