@@ -119,7 +119,8 @@ def add_admin_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = commands.add_parser("import", parents=common,
-                            help="import an export in IMPORT mode, keeping ids and versions (resumable)")
+                            help="import an export in IMPORT mode, keeping ids and versions (a re-run "
+                                 "finishes a failed or interrupted one)")
     p.add_argument("source", help="a directory or archive written by export")
     _add_import_options(p)
 
@@ -150,9 +151,11 @@ def _add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_import_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
-                        help="switch the target to IMPORT even though it has schemas")
+                        help="switch the target to IMPORT even though it has schemas (not needed when all it "
+                             "has came from this export: a re-run)")
     parser.add_argument("--keep-import-mode", action="store_true",
-                        help="leave the target in IMPORT mode afterwards (default: restore its mode)")
+                        help="leave the target in IMPORT mode afterwards (default: the export's global mode, "
+                             "or the target's own where the export has none, as after a failure)")
     parser.add_argument("--workers", type=int, default=8, help="concurrent requests (default 8)")
     if "--no-progress" not in parser._option_string_actions:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")

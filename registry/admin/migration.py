@@ -7,7 +7,8 @@ An export is a directory (or a .tar.gz/.tgz/.zip of one) holding
 * `manifest.json`: what was exported, from where, and how many schemas;
 * `schemas.jsonl`: every version, one `GET /schemas` body a line (subject, version, id,
   type, references, metadata, rules, schema text, and `deleted` for soft-deleted ones);
-* `settings.jsonl`: per-subject (and, for a whole registry, global) config and mode.
+* `settings.jsonl`: config and mode, global (for a whole registry), each selected
+  context's own (subject `:.ctx:`) and each subject's, one line each.
 
 An import switches the target to IMPORT mode and registers each version with its id
 and version number, a schema only after the versions it references (in waves, each
@@ -15,10 +16,17 @@ wave's requests concurrent). Into a registry of ours, 500 versions go in one
 `POST /import/schemas` (one request, one append), and 500 settings in one `POST
 /import/settings`; where those routes do not exist (Confluent, Karapace), or a batch
 is refused whole, each version has its own `POST /subjects/{s}/versions` and each
-setting its own `PUT`. It is resumable: versions the target already holds with
-the same id are skipped, so running it again after an interruption finishes the job.
-The target is left in IMPORT mode when something failed (so the re-run can go on) and
-restored to its previous mode otherwise.
+setting its own `PUT`. The settings go in once every version is in (a READONLY subject
+would refuse its own versions), configs before modes, the global mode last.
+
+It is resumable: versions the target already holds with the same id are skipped and
+settings are set again, so running it again after a failure or an interruption finishes
+the job; a target holding nothing but versions of the export needs no --force for it.
+An import that completes leaves the target in the export's global mode (a whole
+registry's export carries it; else the mode the target had). One that fails or is
+interrupted (Ctrl-C, SIGTERM) puts back the global mode the target had before (with a
+version missing, no setting was applied); one killed outright leaves IMPORT, and its
+re-run, finding its record (`import_journal`), ends with the mode from before the first.
 
 Peak memory is about one copy of the export's schemas (the import plans the order of
 the whole set); exports stream page by page.
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import tarfile
 import tempfile
 import threading
@@ -37,16 +46,18 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 from urllib.parse import quote
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from registry.admin.output import EXIT_ERROR, EXIT_OK, Output
+from registry.admin.import_journal import ImportJournal
+from registry.admin.output import EXIT_ERROR, EXIT_OK, Output, describe_error
 from registry.client import SchemaRegistryError
-from registry.client.transport import Transport
+from registry.client.transport import RegistryUnreachable, Transport
 
 FORMAT = "schema-registry-py export"
 FORMAT_VERSION = 1
@@ -123,7 +134,9 @@ def export_to(transport: Transport, directory: Path, *, prefix: str, deleted: bo
     subjects = transport.request("GET", "/subjects", query={"subjectPrefix": prefix, "deleted": "true"})
     summary.subjects = len(subjects)
     task = progress.add_task("export schemas", total=None)
-    with_settings = subjects if subject_settings else []
+    # A context's own settings (subject `:.ctx:`) apply to its subjects that have none:
+    # they go with the context's subjects, as the global ones go with a whole registry.
+    with_settings = contexts_in(transport, prefix) + (subjects if subject_settings else [])
     settings_task = progress.add_task("export settings", total=len(with_settings) + (0 if prefix else 1))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         # The settings (two requests a subject) are fetched while the schemas are paged.
@@ -149,6 +162,23 @@ def export_to(transport: Transport, directory: Path, *, prefix: str, deleted: bo
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (directory / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     return summary
+
+
+def contexts_in(transport: Transport, prefix: str) -> list[str]:
+    """The contexts (as their subjects, `:.ctx:`) whose own settings an export under
+    `prefix` carries: every context but the default one for a whole registry, the one
+    context a context's prefix names, none for another prefix or where the registry
+    does not list contexts (`GET /contexts` is Confluent 7's)."""
+    if prefix:
+        name = prefix[1:-1] if prefix.startswith(":.") and prefix.endswith(":") and len(prefix) > 3 else ""
+        return [prefix] if name and ":" not in name else []
+    try:
+        contexts = transport.request("GET", "/contexts")
+    except SchemaRegistryError as exc:
+        if exc.http_status_code in _NO_SUCH_ROUTE:
+            return []
+        raise
+    return [f":{c}:" for c in contexts if isinstance(c, str) and c not in ("", ".")]
 
 
 def _settings_of(transport: Transport, subject: str | None) -> dict[str, Any]:
@@ -219,7 +249,9 @@ class ImportSummary:
     soft_deleted: int = 0
     settings: int = 0
     failed: list[dict[str, Any]] = field(default_factory=list)
-    mode_restored: str | None = None
+    # The global mode the import set at its end (None: it left the mode as it was).
+    mode_after: str | None = None
+    interrupted: bool = False
     seconds: float = 0.0
 
 
@@ -313,14 +345,20 @@ def _register_body(body: dict[str, Any]) -> dict[str, Any]:
 
 def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: list[dict[str, Any]], *,
                 prefix: str, force: bool, keep_import_mode: bool, workers: int,
-                progress: Progress | None = None) -> ImportSummary:
+                progress: Progress | None = None, journal: ImportJournal | None = None) -> ImportSummary:
     """Import `schemas` and `settings` into `transport`'s registry, ids and versions kept.
 
     Blocks on one request per 500 versions to import and per 500 settings (one per
     version or setting where the target has no bulk import) and per version to
-    soft-delete, `workers` at a time, plus a page of the target's schemas per 10,000. A version the registry
-    refuses is recorded in the summary's `failed` and the rest go on. Raises
-    MigrationError if the target will not switch to IMPORT mode.
+    soft-delete, `workers` at a time, plus a page of the target's schemas per 10,000.
+    A version the registry refuses is recorded in the summary's `failed` and the rest go
+    on; the settings are applied only once every version is in. Ctrl-C (and SIGTERM,
+    under `terminate_as_interrupt`) stops it, recorded as `interrupted`.
+
+    The target's global mode: IMPORT while versions go in; afterwards the export's own
+    (a whole registry's export carries it) when all went well, else the one it had before
+    (`journal` remembers that across a killed run); IMPORT with `keep_import_mode`.
+    Raises MigrationError if the target will not switch to IMPORT mode, having changed nothing.
     """
     started = time.monotonic()
     progress = progress or _progress(False)
@@ -342,10 +380,127 @@ def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: l
             summary.skipped += 1
         if body.get("deleted") and not (there or {}).get("deleted"):
             to_delete.append(body)
+    resuming = not summary.failed and _holds_only(transport, existing, schemas, prefix)
     del existing
-    previous_mode = _enter_import_mode(transport, force) if todo else None
+    mode = _GlobalMode.find(transport, journal)
     task = progress.add_task("import schemas", total=len(schemas), completed=summary.skipped)
     lock = threading.Lock()
+    # Not `with`: its exit would wait for every queued request, where an interrupted
+    # import must stop sending at once and put the target's mode back.
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    complete = False
+    try:
+        if todo or to_delete:
+            # A target holding nothing but versions of this export is this import's own
+            # earlier run: forcing IMPORT on it brings in nothing the export does not.
+            mode.enter_import(force or resuming)
+        _import_versions(transport, todo, to_delete, summary, pool, lock, progress, task)
+        if not summary.failed:
+            _import_settings(transport, settings, summary, pool, lock)
+        complete = not summary.failed
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    except (SchemaRegistryError, RegistryUnreachable) as exc:
+        # The target stopped answering (or answered what no request expects): reported
+        # with the rest, after its mode is put back if it can be.
+        summary.failed.append({"subject": None, "error_code": getattr(exc, "error_code", None),
+                               "message": describe_error(exc)})
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        exported = next((s.get("mode") for s in settings if s.get("subject") is None), None)
+        mode.leave(summary, exported if complete else None, keep_import_mode)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _holds_only(transport: Transport, existing: dict[tuple[str, int], dict[str, Any]],
+                schemas: list[dict[str, Any]], prefix: str) -> bool:
+    """Whether every version the target holds is one of `schemas`, with the same id
+    (`existing`: the target's versions under `prefix`, none differing in id)."""
+    exported = {(body["subject"], body["version"]) for body in schemas}
+    if not existing.keys() <= exported:
+        return False
+    if not prefix:
+        return True
+    # Beyond the prefix, the target must hold nothing at all.
+    outside = transport.request("GET", "/subjects", query={"deleted": "true"})
+    return all(subject.startswith(prefix) for subject in outside)
+
+
+class _GlobalMode:
+    """The target's global mode around an import: what it was, whether the import holds
+    the target in IMPORT (and so must put it back), and `journal`'s record of it."""
+
+    def __init__(self, transport: Transport, current: str, before: str, holding: bool,
+                 journal: ImportJournal | None) -> None:
+        self.transport = transport
+        self.current = current
+        self.before = before
+        self.holding = holding
+        self.journal = journal
+
+    @classmethod
+    def find(cls, transport: Transport, journal: ImportJournal | None) -> _GlobalMode:
+        current = transport.request("GET", "/mode").get("mode")
+        # In IMPORT with a record: an import of ours was killed there; it had found `recorded`.
+        recorded = journal.recorded_mode() if journal is not None and current == "IMPORT" else None
+        return cls(transport, current, recorded or current, recorded is not None, journal)
+
+    def enter_import(self, force: bool) -> None:
+        """Switch the target to IMPORT unless it is there. Raises MigrationError if it refuses."""
+        if self.current == "IMPORT":
+            return
+        if self.journal is not None:
+            self.journal.begin(self.current)
+        # Held from before the request: if it is interrupted, whether the switch happened
+        # is unknown, and putting `before` back is right either way.
+        self.holding = True
+        try:
+            self.transport.request("PUT", "/mode", query={"force": "true"} if force else None,
+                                   body={"mode": "IMPORT"})
+        except SchemaRegistryError as exc:
+            self.holding = False
+            if self.journal is not None:
+                self.journal.end()
+            if exc.error_code == _OPERATION_NOT_PERMITTED:
+                raise MigrationError(f"the target refuses IMPORT mode ({exc.error_message}); pass --force to "
+                                     "import into a registry that already has schemas") from None
+            raise
+        self.current = "IMPORT"
+
+    def leave(self, summary: ImportSummary, exported: str | None, keep_import_mode: bool) -> None:
+        """Set the mode the import ends with: `exported` (the export's global mode, given
+        for a complete import), else `before` where the import holds the target; IMPORT,
+        untouched, with `keep_import_mode`. Records it, or why it could not, in `summary`."""
+        if keep_import_mode:
+            if self.journal is not None:
+                self.journal.end()  # the operator takes the mode over
+            summary.mode_after = self.current if self.holding else None
+            return
+        wanted = exported if exported is not None else (self.before if self.holding else None)
+        if wanted is None:
+            return
+        try:
+            # IMPORT on a registry with schemas needs force; here it is the export's own.
+            self.transport.request("PUT", "/mode", query={"force": "true"} if wanted == "IMPORT" else None,
+                                   body={"mode": wanted})
+        except (SchemaRegistryError, RegistryUnreachable) as exc:
+            # The journal stays: a re-run puts it back.
+            summary.failed.append({"subject": None, "error_code": getattr(exc, "error_code", None),
+                                   "message": f"the global mode was not set to {wanted}: {describe_error(exc)}"})
+            return
+        if exported is not None:
+            summary.settings += 1
+        summary.mode_after = wanted
+        if self.journal is not None:
+            self.journal.end()
+
+
+def _import_versions(transport: Transport, todo: list[dict[str, Any]], to_delete: list[dict[str, Any]],
+                     summary: ImportSummary, pool: ThreadPoolExecutor, lock: threading.Lock,
+                     progress: Progress, task: TaskID) -> None:
+    """Register `todo` wave by wave (bulk where the target has it), then soft-delete
+    `to_delete`, recording each outcome in `summary`."""
 
     def register(body: dict[str, Any]) -> None:
         try:
@@ -388,21 +543,14 @@ def import_into(transport: Transport, schemas: list[dict[str, Any]], settings: l
         progress.update(task, advance=len(chunk))
         return []
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for wave in waves(todo):
-            for start in range(0, len(wave), _BATCH):
-                part = wave[start:start + _BATCH]
-                if bulk[0]:
-                    chunks = [part[i:i + _BULK] for i in range(0, len(part), _BULK)]
-                    part = [body for rest in pool.map(register_many, chunks) for body in rest]
-                list(pool.map(register, part))
-        list(pool.map(soft_delete, to_delete))
-        _import_settings(transport, settings, summary, pool, lock)
-    if previous_mode is not None and not keep_import_mode and not summary.failed:
-        transport.request("PUT", "/mode", body={"mode": previous_mode})
-        summary.mode_restored = previous_mode
-    summary.seconds = time.monotonic() - started
-    return summary
+    for wave in waves(todo):
+        for start in range(0, len(wave), _BATCH):
+            part = wave[start:start + _BATCH]
+            if bulk[0]:
+                chunks = [part[i:i + _BULK] for i in range(0, len(part), _BULK)]
+                part = [body for rest in pool.map(register_many, chunks) for body in rest]
+            list(pool.map(register, part))
+    list(pool.map(soft_delete, to_delete))
 
 
 def _post_bulk(transport: Transport, path: str, name: str, bulk: list[bool],
@@ -426,33 +574,21 @@ def _post_bulk(transport: Transport, path: str, name: str, bulk: list[bool],
     return results
 
 
-def _enter_import_mode(transport: Transport, force: bool) -> str | None:
-    """Switch the target to IMPORT; the mode it had (None if it was in IMPORT already)."""
-    current = transport.request("GET", "/mode").get("mode")
-    if current == "IMPORT":
-        return None
-    try:
-        transport.request("PUT", "/mode", query={"force": "true"} if force else None, body={"mode": "IMPORT"})
-    except SchemaRegistryError as exc:
-        if exc.error_code == _OPERATION_NOT_PERMITTED:
-            raise MigrationError(f"the target refuses IMPORT mode ({exc.error_message}); pass --force to import "
-                                 "into a registry that already has schemas") from None
-        raise
-    return current
-
-
 def _import_settings(transport: Transport, settings: list[dict[str, Any]], summary: ImportSummary,
                      pool: ThreadPoolExecutor, lock: threading.Lock) -> None:
     """Apply the exported configs, then the modes (a READONLY subject would refuse its
     own versions), recording each in `summary`: `_BULK` a `POST /import/settings` where
     the target has it (ours; one append each), else, or for a batch refused whole, one
-    `PUT` per setting, `pool`'s workers at a time."""
+    `PUT` per setting, `pool`'s workers at a time. The global mode is not among them:
+    `_GlobalMode.leave` sets it last."""
     bulk = [True]  # the target serves POST /import/settings, as far as we know
 
     def apply_many(chunk: list[tuple[dict[str, Any], str]]) -> list[tuple[dict[str, Any], str]]:
         """Apply `chunk` in one request; the settings still to apply one by one."""
+        # Each entry as the route takes it: a config object, or a mode's name.
         results = _post_bulk(transport, "/import/settings", "settings", bulk, lambda: [
-            {"subject": setting.get("subject"), kind: _setting_body(setting, kind)} for setting, kind in chunk])
+            {"subject": setting.get("subject"), kind: setting[kind] if kind == "mode" else _setting_body(setting, kind)}
+            for setting, kind in chunk])
         if results is None:
             return chunk
         with lock:
@@ -479,14 +615,8 @@ def _import_settings(transport: Transport, settings: list[dict[str, Any]], summa
             summary.settings += 1
 
     for kind in ("config", "mode"):
-        todo = []
-        for setting in settings:
-            if setting.get(kind) is None:
-                continue
-            if kind == "mode" and setting.get("subject") is None:
-                summary.settings += 1  # the global mode is the target's own: it is restored, not copied
-                continue
-            todo.append((setting, kind))
+        todo = [(setting, kind) for setting in settings if setting.get(kind) is not None
+                and not (kind == "mode" and setting.get("subject") is None)]
         chunks = [todo[i:i + _BULK] for i in range(0, len(todo), _BULK)]
         rest = [item for left in pool.map(apply_many, chunks) for item in left]
         list(pool.map(apply_one, rest))
@@ -504,30 +634,52 @@ def _print_import(out: Output, summary: ImportSummary, target: str) -> int:
     out.table(["imported", "count"], [("schemas in export", summary.schemas), ("imported", summary.imported),
                                       ("already there", summary.skipped), ("soft-deleted", summary.soft_deleted),
                                       ("settings", summary.settings), ("failed", len(summary.failed)),
+                                      ("global mode after", summary.mode_after or "unchanged"),
                                       ("seconds", f"{summary.seconds:.1f}")], data=data)
-    if summary.failed and not out.as_json:
+    if (summary.failed or summary.interrupted) and not out.as_json:
         for failure in summary.failed[:20]:
             where = f"{failure.get('subject')} version {failure.get('version', '-')}"
             out.errors.print(f"failed: {where}: {failure.get('error_code', '')} {failure['message']}", markup=False)
         if len(summary.failed) > 20:
             out.errors.print(f"... and {len(summary.failed) - 20} more (--json lists all)")
-        out.errors.print("the target stays in IMPORT mode: fix the cause and run the import again to resume")
-    return EXIT_OK if not summary.failed else EXIT_ERROR
+        why = "was interrupted" if summary.interrupted else "is incomplete"
+        out.errors.print(f"the import {why}: run it again to finish (what the target holds already is skipped; "
+                         "the settings are applied once every version is in)", markup=False)
+    return EXIT_OK if not (summary.failed or summary.interrupted) else EXIT_ERROR
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does: an import
+    stopped by `kill`, a supervisor or a CI timeout puts the target's mode back first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def import_command(args: argparse.Namespace, out: Output, transport: Transport) -> int:
     with open_export(Path(args.source)) as opener:
         manifest, schemas, settings = read_export(opener)
-    with _progress(not (args.no_progress or args.json)) as progress:
+    with terminate_as_interrupt(), _progress(not (args.no_progress or args.json)) as progress:
         summary = import_into(transport, schemas, settings, prefix=manifest.get("prefix", ""), force=args.force,
-                              keep_import_mode=args.keep_import_mode, workers=args.workers, progress=progress)
+                              keep_import_mode=args.keep_import_mode, workers=args.workers, progress=progress,
+                              journal=ImportJournal.for_target([node.url for node in transport.nodes]))
     return _print_import(out, summary, transport.nodes[0].url)
 
 
 def copy_command(args: argparse.Namespace, out: Output, source: Transport, target: Transport) -> int:
     prefix = selection_prefix(args.prefix, args.context)
     with tempfile.TemporaryDirectory(prefix="schema-registry-copy-") as work:
-        with _progress(not (args.no_progress or args.json)) as progress:
+        with terminate_as_interrupt(), _progress(not (args.no_progress or args.json)) as progress:
             export_to(source, Path(work), prefix=prefix, deleted=not args.no_deleted,
                       source=source.nodes[0].url, workers=args.workers,
                       subject_settings=not args.no_subject_settings, progress=progress)
@@ -535,5 +687,6 @@ def copy_command(args: argparse.Namespace, out: Output, source: Transport, targe
                 _, schemas, settings = read_export(opener)
             summary = import_into(target, schemas, settings, prefix=prefix, force=args.force,
                                   keep_import_mode=args.keep_import_mode, workers=args.workers,
-                                  progress=progress)
+                                  progress=progress,
+                                  journal=ImportJournal.for_target([node.url for node in target.nodes]))
     return _print_import(out, summary, target.nodes[0].url)

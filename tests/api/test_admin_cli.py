@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import subprocess
+import tempfile
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -30,6 +31,9 @@ ORDER_BAD = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
 def cli(*args: str, url: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`schema-registry *args` (with `--url url`), its output captured; never the caller's SR_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SR_")}
+    # An import's record of the target's mode (registry/admin/import_journal.py) goes in
+    # the session's temporary directory, not the home directory.
+    env["XDG_STATE_HOME"] = str(Path(tempfile.gettempdir()) / "cli-state")
     argv = [CLI, *args] + (["--url", url] if url else [])
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
 
@@ -340,23 +344,33 @@ def test_import_resumes_and_refuses_a_conflicting_id(start_registry, tmp_path):
     cli_json("export", str(tmp_path / "all"), url=source.url)
     first = cli_json("import", str(tmp_path / "part"), url=target.url)
     assert first["imported"] == 2, "the partial export holds orders-value's two versions"
-    # The target now has schemas: a second import is refused without --force, as
-    # Confluent refuses IMPORT mode on a non-empty registry...
-    refused = cli("import", str(tmp_path / "all"), url=target.url)
-    assert refused.returncode == 2 and "--force" in refused.stderr, f"asks for --force: {refused.stderr}"
-    # ...and with it goes on where the first stopped.
-    second = cli_json("import", str(tmp_path / "all"), "--force", url=target.url)
+    # The target holds nothing but versions of the export, with its ids: the import
+    # goes on where the first stopped, without --force.
+    second = cli_json("import", str(tmp_path / "all"), url=target.url)
     assert (second["skipped"], second["imported"], second["failed"]) == (2, 4, []), \
         f"versions already there are skipped, the rest imported: {second}"
     assert ids_of(target) == before, "the resumed import ends with the source's ids"
+
+    # A registry holding schemas of its own is refused without --force, as Confluent
+    # refuses IMPORT mode on a non-empty registry...
+    other = start_registry()
+    ok_json(other.put("/mode", {"mode": "IMPORT"}), "IMPORT on an empty registry")
+    register(other, "its-own", json.dumps(ORDER_BAD), id=50, version=1)  # an id the export does not use
+    ok_json(other.put("/mode", {"mode": "READWRITE"}), "back to READWRITE")
+    refused = cli("import", str(tmp_path / "all"), url=other.url)
+    assert refused.returncode == 2 and "--force" in refused.stderr, f"asks for --force: {refused.stderr}"
+    assert cli_json("mode", url=other.url)["mode"] == "READWRITE", "a refused import changed nothing"
+    forced = cli_json("import", str(tmp_path / "all"), "--force", url=other.url)
+    assert (forced["imported"], forced["failed"]) == (6, []), f"...and with it goes ahead: {forced}"
 
     clash = start_registry()
     register(clash, "orders-value", json.dumps(ORDER_V2))  # version 1 with id 1, not the source's 2
     failed = cli("import", str(tmp_path / "all"), "--force", url=clash.url)
     assert failed.returncode == 2 and "orders-value" in failed.stderr, \
         f"a version the target holds with another id is a failure, named: {failed.stderr}"
-    assert cli_json("mode", url=clash.url)["mode"] == "IMPORT", \
-        "after a failure the target stays in IMPORT mode, so a re-run can resume"
+    assert cli_json("mode", url=clash.url)["mode"] == "READWRITE", \
+        "after a failure the target's global mode is the one it had before (issue 48, item 9)"
+    assert clash.get("/config/money").status_code == 404, "no setting is applied while versions are missing"
 
 
 def test_export_of_a_context_and_copy_between_registries(start_registry, tmp_path):
