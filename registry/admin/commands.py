@@ -209,17 +209,29 @@ def check(args: argparse.Namespace, out: Output) -> int:
     path = f"/compatibility/subjects/{q(args.subject)}/versions"
     if args.version is not None:
         path += f"/{q(args.version)}"
-    answer = transport.request("POST", path, query={"verbose": "true", "normalize": _flag(args.normalize)},
-                               body=_schema_body(schema, refs))
-    compatible = bool(answer.get("is_compatible"))
+    body = _schema_body(schema, refs)
+    # Asked first without `verbose`: with it, Confluent's CompatibilityResource (and ours)
+    # answers a schema it refuses (422: an unresolved reference, a syntax error) as
+    # "incompatible", which would fail a pipeline for the wrong reason with exit 1.
+    # Refused, the request raises here and the command exits 2, as for any error.
+    answer = transport.request("POST", path, query={"normalize": _flag(args.normalize)}, body=body)
+    compatible = answer.get("is_compatible") if isinstance(answer, dict) else None
+    if not isinstance(compatible, bool):
+        raise CommandError(f"the registry answered the compatibility check without a verdict: {answer!r}")
+    messages: list[str] = []
+    if not compatible:
+        # The reasons, asked for only when there are some (one request when compatible).
+        reasons = transport.request("POST", path, query={"verbose": "true", "normalize": _flag(args.normalize)},
+                                    body=body)
+        messages = [str(m) for m in reasons.get("messages") or []]
     against = f"version {args.version}" if args.version is not None else "the versions its level checks"
     if args.json:
-        out.json({"subject": args.subject, "is_compatible": compatible, "messages": answer.get("messages", [])})
+        out.json({"subject": args.subject, "is_compatible": compatible, "messages": messages})
     elif compatible:
         out.text(f"compatible: {schema.path.name} with {args.subject} ({against})")
     else:
         out.text(f"incompatible: {schema.path.name} with {args.subject} ({against}):")
-        for message in answer.get("messages") or []:
+        for message in messages:
             out.text(f"  - {message}")
     return EXIT_OK if compatible else EXIT_FAILED_CHECK
 

@@ -146,6 +146,61 @@ def test_check_exit_codes_gate_a_pipeline(registry, subject, files):
         "an unreadable file is an error (2), not a verdict"
 
 
+def test_check_of_a_schema_the_registry_refuses_is_an_error_not_a_verdict(registry, subject, files, tmp_path):
+    """Issue 48, item 10: exit 1 means incompatible, and only that; a refusal exits 2."""
+    url = registry.url
+    cli_json("register", subject, str(files / "v1.avsc"), url=url)
+    unresolved = write(tmp_path / "priced.avsc", {"type": "record", "name": "Order", "namespace": "shop",
+                                                  "fields": [{"name": "id", "type": "string"},
+                                                             {"name": "price", "type": ["null", "shop.Missing"],
+                                                              "default": None}]})
+    refused = cli("check", subject, str(unresolved), "--ref", f"shop.Missing={subject}-nowhere:1", url=url)
+    assert refused.returncode == 2, f"a schema refused for an unresolved reference is an error (2): {refused}"
+    assert "422" in refused.stderr and "incompatible" not in refused.stdout, \
+        f"the refusal is printed as the registry's error, not as an incompatibility: {refused}"
+    as_json = cli("check", subject, str(unresolved), "--ref", f"shop.Missing={subject}-nowhere:1", "--json",
+                  url=url)
+    assert as_json.returncode == 2 and isinstance(json.loads(as_json.stderr)["error_code"], int), \
+        f"--json: an error body with the registry's code, exit 2: {as_json}"
+    garbage = write(tmp_path / "garbage.avsc", {"type": "record", "name": "Order", "fields": "not a list"})
+    assert cli("check", subject, str(garbage), url=url).returncode == 2, "a schema the registry cannot parse: 2"
+    incompatible = cli("check", subject, str(files / "bad.avsc"), url=url)
+    assert incompatible.returncode == 1 and "int" in incompatible.stdout, \
+        f"an incompatible schema still exits 1 with its reasons: {incompatible}"
+
+
+class Failing(BaseHTTPRequestHandler):
+    """Answers every request 500 with Confluent's body, as a registry whose store is down."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"error_code": 50001, "message": "Error in the backend data store"}).encode()
+        self.send_response(500)
+        self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_check_exits_2_for_a_server_error_or_no_registry(files):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        failing = cli("check", "s", str(files / "v1.avsc"), "--no-discover", "--conf", "max.retries=0",
+                      url=f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert failing.returncode == 2 and "50001" in failing.stderr, f"a 5xx is an error (2): {failing}"
+    down = cli("check", "s", str(files / "v1.avsc"), "--no-discover", url="http://127.0.0.1:9")
+    assert down.returncode == 2 and "unreachable" in down.stderr, f"no registry is an error (2): {down}"
+
+
 def test_diff_between_two_versions(registry, subject, files):
     url = registry.url
     cli_json("register", subject, str(files / "v1.avsc"), url=url)
