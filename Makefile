@@ -17,8 +17,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==24.3.1
 
+# The server and the admin commands (`schema-registry export|import|copy|check ...`, which
+# need rich): `make install` gives the whole CLI, as the README says.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[server]'
+	$(BIN)/pip install --quiet -e '.[server,admin]'
 	touch $@
 
 $(TEST_STAMP): pyproject.toml $(STAMP)

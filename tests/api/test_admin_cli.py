@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import textwrap
 import threading
@@ -199,6 +200,64 @@ def test_check_exits_2_for_a_server_error_or_no_registry(files):
     assert failing.returncode == 2 and "50001" in failing.stderr, f"a 5xx is an error (2): {failing}"
     down = cli("check", "s", str(files / "v1.avsc"), "--no-discover", url="http://127.0.0.1:9")
     assert down.returncode == 2 and "unreachable" in down.stderr, f"no registry is an error (2): {down}"
+
+
+def _requirement_closure(requirement: str) -> set[str]:
+    """The distributions `pip install requirement` brings, from the installed ones'
+    metadata (their declared requirements, extras and markers evaluated)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: set[str] = set()
+    todo = [Requirement(requirement)]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        req = todo.pop()
+        key = (canonicalize_name(req.name), frozenset(req.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        found.add(key[0])
+        for line in metadata.requires(req.name) or []:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": extra}) for extra in req.extras or {""}):
+                todo.append(dep)
+    return found
+
+
+def test_make_install_gives_the_admin_commands(tmp_path):
+    """Issue 48, item 8: what `make install` installs is all the admin commands import.
+
+    `make -n` prints the install target's commands for a venv that does not exist yet;
+    the extras its pip line names, resolved from the installed packages' metadata, must
+    cover every third-party module the admin commands load."""
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    root = Path(__file__).resolve().parents[2]
+    plan = subprocess.run(["make", "-n", "-B", "install", f"VENV={tmp_path / 'venv'}"], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    installs = [line for line in plan.stdout.splitlines() if "pip install" in line and " -e " in line]
+    assert len(installs) == 1, f"make install installs the package once: {plan.stdout}"
+    extras = installs[0].split("-e", 1)[1].strip().strip("'\"")
+    assert extras.startswith(".["), f"an editable install of the checkout with extras: {installs[0]}"
+    installed = _requirement_closure(f"schema-registry-py{extras[1:]}")
+
+    loaded = subprocess.run([sys.executable, "-c", (
+        "import sys, json\n"
+        "import registry.cli, registry.admin.commands, registry.admin.migration, registry.admin.output\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")],
+        capture_output=True, text=True, timeout=60, check=True)
+    owners = metadata.packages_distributions()
+    needed = {canonicalize_name(dist) for module in json.loads(loaded.stdout) for dist in owners.get(module, [])
+              if module not in sys.stdlib_module_names}
+    needed.discard("schema-registry-py")
+    assert needed <= installed, \
+        f"`make install` ({installs[0].strip()}) lacks what the admin commands import: {sorted(needed - installed)}"
 
 
 def test_diff_between_two_versions(registry, subject, files):
