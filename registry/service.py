@@ -54,6 +54,7 @@ from registry.subjects import (
     qualified_context,
     subject_name,
 )
+from store.ids import IdsExhausted
 from store.writer import LogWriter, PendingWrites, PlanAlone
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,7 @@ class RegistryService:
         self._cache = cache
         self._group_commit = group_commit
         self._writer = writer
+        self._ids = writer.ids
         self._default_compatibility = default_compatibility
         self._default_mode = default_mode
         self._types = schema_types if schema_types is not None else SCHEMA_TYPES
@@ -875,8 +877,11 @@ class RegistryService:
                 f"\"{subject}\", details: [{', '.join(problems)}]")
         if request.version is not None and request.version != next_version:
             raise errors.InvalidSchema("Version is not one more than previous version")
-        schema_id = request.schema_id or self._id_for(
-            content_key(context, new.schema_type, text, new.references, metadata, rule_set), pending)
+        try:
+            schema_id = request.schema_id or self._ids.id_for(
+                content_key(context, new.schema_type, text, new.references, metadata, rule_set), pending)
+        except IdsExhausted as exc:
+            raise errors.OperationNotPermitted(str(exc)) from None
         if next_version > MAX_INT32:
             raise errors.OperationNotPermitted(
                 f"Subject {subject} has no versions left: version {versions[-1].version} is the highest "
@@ -935,51 +940,6 @@ class RegistryService:
         return SchemaValue(subject, version, schema_id, text, new.schema_type, new.references,
                            metadata=metadata, rule_set=rule_set)
 
-    def _id_for(self, content: tuple, pending: PendingWrites | None = None) -> int:
-        """The id this content already has in its context, or a fresh one above every id
-        the context has used (Confluent numbers ids per context), counting the
-        registrations `pending` in the same append as used."""
-        existing = self._cache.id_by_content(content)
-        if existing is not None:
-            return existing
-        context = content[0]
-        top = self._cache.context_max_id(context)
-        for value in pending.values() if pending else ():
-            if isinstance(value, SchemaValue) and context_of(value.subject) == context:
-                if content_key(context, value.schema_type, value.schema, value.references,
-                               value.metadata, value.rule_set) == content:
-                    return value.id  # the same content registered under another subject
-                top = max(top, value.id)
-        if top < MAX_INT32:
-            return top + 1
-        if pending:
-            raise PlanAlone("searching for a free id below the top one is done alone")
-        # The top id is taken (an IMPORT of id 2^31-1, say). Ids above the watermark that
-        # the log does not hold were never used: take the lowest of them.
-        free = self._cache.lowest_free_id_above(self._watermark(context), MAX_INT32, context)
-        if free is None:
-            raise errors.OperationNotPermitted(
-                f"No schema ids left: every id up to {MAX_INT32} is in use or was used before")
-        return free
-
-    def _watermark(self, context: str) -> int:
-        if context == DEFAULT_CONTEXT:
-            return self._writer.watermark()
-        fence = self._writer.latest_fence()
-        return dict(fence.context_max_ids).get(context, 0) if fence is not None else 0
-
-    def _id_watermark(self, released: list[SchemaValue]) -> tuple[Key, Value]:
-        """The fence record raising the id watermarks over the ids a hard delete frees,
-        per context (see `LogWriter.id_watermark`)."""
-        key, fence = self._writer.id_watermark(v.id for v in released if context_of(v.subject) == DEFAULT_CONTEXT)
-        latest = self._writer.latest_fence()
-        tops = dict(latest.context_max_ids) if latest is not None else {}
-        for value in released:
-            context = context_of(value.subject)
-            if context != DEFAULT_CONTEXT:
-                tops[context] = max(tops.get(context, 0), value.id)
-        return key, replace(fence, context_max_ids=tuple(sorted(tops.items())))
-
     def delete_version(self, subject: str, version: str, permanent: bool = False) -> int:
         number = parse_version(version)
         self._require_writable(subject)
@@ -995,7 +955,7 @@ class RegistryService:
                     raise errors.VersionNotSoftDeleted(
                         f"Subject '{subject}' Version {target.version} was not deleted first before "
                         "being permanently deleted")
-                return [(key, None), self._id_watermark([target])], target.version
+                return [(key, None), self._ids.release([target])], target.version
             if target.deleted:
                 raise errors.VersionSoftDeleted(
                     f"Subject '{subject}' Version {target.version} was soft deleted."
@@ -1025,7 +985,7 @@ class RegistryService:
                     records.append((ConfigKey(subject), None))
                 if self._cache.mode(subject) is not None:
                     records.append((ModeKey(subject), None))
-                records.append(self._id_watermark(versions))
+                records.append(self._ids.release(versions))
                 return records, [v.version for v in versions]
             if not live:
                 raise errors.SubjectSoftDeleted(

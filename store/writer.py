@@ -36,9 +36,10 @@ the batch waits for the next batch, so it is planned on the state the earlier on
 Each write keeps its own deadline, and returns once this node has applied its records.
 
 Also here: the leader's fence (a NOOP record naming its term, carrying the id
-watermark), the watermark raised with every hard delete so that compaction can never
-free an id for reuse (DESIGN invariant 3), and re-stating keys whose newest record readers
-dropped (so compaction cannot make it hide the valid record before it).
+watermarks that `store.ids` keeps, so that compaction can never free an id for reuse,
+DESIGN invariant 3), and re-stating keys whose newest record readers dropped (so
+compaction cannot make it hide the valid record before it). Plans allocate ids and
+raise the watermarks through `LogWriter.ids` (`store.ids.SchemaIds`).
 
 Raises only store exceptions: `NotWriter`, `StoreTimeout`, `LogUnavailable`,
 `RecordTooLarge`; the HTTP
@@ -53,25 +54,28 @@ import time
 import uuid
 from contextvars import ContextVar, Token
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, Union
+from typing import Any, Final, Protocol
 
 from store.cache import Cache
+from store.ids import SchemaIds
 from store.log import Log, LogConflict, LogUnavailable, RecordTooLarge
+from store.plans import GroupPlan, PendingWrites, Plan, PlanAlone, Record, Restated, T
 from store.reader import LogReader
 from store.records import (
+    DEFAULT_CONTEXT,
     FenceValue,
     Key,
     LogRecord,
     NoopKey,
     RecordFormatError,
-    SchemaValue,
     Value,
-    context_of,
     decode_key,
     encode_key,
     encode_value,
 )
+
+__all__ = ["REQUEST_STARTED", "Election", "GroupPlan", "LogWriter", "NoTimeLeft", "NotWriter", "PendingWrites",
+           "Plan", "PlanAlone", "Record", "RequestStart", "Restated", "StoreTimeout"]
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +112,6 @@ class RequestStart:
 
 REQUEST_STARTED: Final = RequestStart()
 
-T = TypeVar("T")
 _WRITE_ATTEMPTS = 20
 
 
@@ -145,64 +148,6 @@ class NoTimeLeft(StoreTimeout):
     log and nothing appended. A StoreTimeout to the store's callers, kept apart so that
     the HTTP layer answers it as the request's fault, not the log's."""
 
-
-@dataclass(frozen=True)
-class Restated:
-    """A record re-stating a key's current value under exactly the bytes `raw_key`."""
-
-    raw_key: bytes
-    value: Value | None
-
-
-Record = Union[tuple[Key, Value | None], Restated]
-Plan = Callable[[], tuple[list[Record], T]]
-
-
-class PendingWrites:
-    """The records of the writes planned before this one in its batch, in order: not
-    in the log nor the cache yet, but they will land just before this write's records.
-    A grouped plan reads the cache and these together (the next free id, say)."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[Key, Value | None]] = []
-        self.raw_keys: set[bytes] = set()
-        # Schema versions pending, by (context, id) (the first, which later ones of the id
-        # were planned to agree with) and their subjects: a bulk import plans thousands
-        # beside each other, and must not scan them all for each.
-        self._by_id: dict[tuple[str, int], SchemaValue] = {}
-        self._subjects: set[str] = set()
-
-    def __bool__(self) -> bool:
-        return bool(self.records)
-
-    def add(self, records: list[tuple[Key, Value | None]], raw_keys: Iterable[bytes] = ()) -> None:
-        """Count `records` (and their encoded keys) as pending, after those already."""
-        self.records.extend(records)
-        self.raw_keys.update(raw_keys)
-        for _, value in records:
-            if type(value) is SchemaValue:
-                self._by_id.setdefault((context_of(value.subject), value.id), value)
-                self._subjects.add(value.subject)
-
-    def values(self) -> list[Value]:
-        return [value for _, value in self.records if value is not None]
-
-    def schema_with_id(self, context: str, schema_id: int) -> SchemaValue | None:
-        """The first pending schema version with `schema_id` in `context`."""
-        return self._by_id.get((context, schema_id))
-
-    def has_subject(self, subject: str) -> bool:
-        """Whether a version of `subject` is pending."""
-        return subject in self._subjects
-
-
-class PlanAlone(Exception):
-    """Raised by a grouped plan that cannot be planned beside the pending writes of its
-    batch: it is planned again first in the next batch. Only raise it while
-    `PendingWrites` is not empty (first in a batch, a write is planned alone)."""
-
-
-GroupPlan = Callable[[PendingWrites], tuple[list[Record], T]]
 
 # Batches whose round trips may overlap: below librdkafka's five requests in flight,
 # within which an idempotent producer keeps their order.
@@ -275,6 +220,8 @@ class LogWriter:
         self._cache = cache
         self._reader = reader
         self._election = election
+        #: Id allocation and the id watermarks, for the plans this writer runs.
+        self.ids = SchemaIds(cache)
         self._timeout = timeout
         self._lock = threading.Lock()
         self._token: str | None = None
@@ -360,10 +307,7 @@ class LogWriter:
         self._known_end = None  # a new term: ask the log where it ends
 
         def fence() -> tuple[list[Record], None]:
-            # The new term's fence carries every watermark the previous one held.
-            previous = self._cache.fence
-            contexts = previous.context_max_ids if previous is not None else ()
-            return [(NoopKey(), FenceValue(token, leader, self.watermark(), contexts))], None
+            return [(NoopKey(), self.ids.fence(token, leader))], None
 
         self._write(fence, permitted=False, deadline=time.monotonic() + self._timeout)
         with self._lock:
@@ -854,21 +798,13 @@ class LogWriter:
                     item.wake()
 
     def id_watermark(self, released: Iterable[int]) -> tuple[Key, Value]:
-        """A record re-stating the latest fence with the id watermark raised to cover
-        `released`, the ids a write frees (a hard delete removes their last use).
-
-        The watermark says: every id at or below it may have been used; an id above it
-        that the log does not hold was never used. Compaction removes the records of
-        freed ids, so this record is what keeps them from being handed out again
-        (DESIGN invariant 3). Append it with every write that frees an id.
-        """
-        fence = self._cache.fence or FenceValue("")
-        return NoopKey(), FenceValue(fence.token, fence.leader, max([self.watermark(), *released]))
+        """The record raising the default context's id watermark over `released`, the ids
+        a write frees: `SchemaIds.raised` (see `store.ids`)."""
+        return self.ids.raised({DEFAULT_CONTEXT: max(released, default=0)})
 
     def watermark(self) -> int:
-        """The id watermark as the latest fence states it (see `id_watermark`)."""
-        fence = self._cache.fence
-        return fence.max_id if fence is not None else 0
+        """The default context's id watermark as the latest fence states it (`SchemaIds.watermark`)."""
+        return self.ids.watermark()
 
     def _repair_within(self, deadline: float) -> None:
         """After a write of ours: re-state dropped records now, but only within the
