@@ -16,6 +16,9 @@ from store.records import Key, SchemaValue, Value, context_of
 
 T = TypeVar("T")
 
+#: How many times a write is planned again when someone else's append took its place.
+WRITE_ATTEMPTS = 20
+
 
 @dataclass(frozen=True)
 class Restated:

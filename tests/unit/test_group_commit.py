@@ -14,10 +14,11 @@ import pytest
 from registry.node import build_node
 from registry.service import ConfigUpdate, NewSchema, RegisterRequest
 from registry.settings import load_settings
+from store.group_commit import _Queued
 from store.log import LogBatch, LogConflict
 from store.memory_log import MemoryLog
 from store.records import ConfigKey, ConfigValue, LogRecord, SchemaValue, encode_key, encode_value
-from store.writer import StoreTimeout, _Queued
+from store.writer import StoreTimeout
 
 
 class GatedLog(MemoryLog):
