@@ -29,328 +29,41 @@ Bounded work:
   units of one pair comparison: a property name matched against a `patternProperties`
   pattern is charged too (one unit, more for a long name against a large pattern), and
   so is compiling a pattern (once per comparison); past it, `TooMuchWork` is raised.
-Each pair's list of differences is capped (MAX_DIFFERENCES, incompatible ones first),
-so lists cannot multiply through shared sub-schemas.
+Each pair's list of differences is capped (`differences.MAX_DIFFERENCES`, incompatible
+ones first), so lists cannot multiply through shared sub-schemas. What each difference
+means, and which are compatible, is in `differences`.
 """
 from __future__ import annotations
 
-import enum
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Final
 
 import re2
 
+from registry.schema_types.json_schema.differences import (
+    COMPATIBLE_CHANGES,
+    MAX_DIFFERENCES,
+    C,
+    Change,
+    Difference,
+    Diffs,
+    capped,
+    incompatible,
+    under,
+)
 from registry.schema_types.json_schema.model import Criterion, Kind, Node, Number
 
+__all__ = ["COMPATIBLE_CHANGES", "MAX_DIFFERENCES", "MAX_PAIR_DEPTH", "Change", "Difference", "TooMuchWork",
+           "compare"]
+
 MAX_PAIR_DEPTH: Final = 48
-MAX_DIFFERENCES: Final = 20
-
-
-class Change(enum.Enum):
-    """Confluent's `Difference.Type` (the names are part of the API: clients see them)."""
-
-    ID_CHANGED = enum.auto()
-    DESCRIPTION_CHANGED = enum.auto()
-    TITLE_CHANGED = enum.auto()
-    DEFAULT_CHANGED = enum.auto()
-    SCHEMA_ADDED = enum.auto()
-    SCHEMA_REMOVED = enum.auto()
-    TYPE_EXTENDED = enum.auto()
-    TYPE_NARROWED = enum.auto()
-    TYPE_CHANGED = enum.auto()
-    MAX_LENGTH_ADDED = enum.auto()
-    MAX_LENGTH_REMOVED = enum.auto()
-    MAX_LENGTH_INCREASED = enum.auto()
-    MAX_LENGTH_DECREASED = enum.auto()
-    MIN_LENGTH_ADDED = enum.auto()
-    MIN_LENGTH_REMOVED = enum.auto()
-    MIN_LENGTH_INCREASED = enum.auto()
-    MIN_LENGTH_DECREASED = enum.auto()
-    PATTERN_ADDED = enum.auto()
-    PATTERN_REMOVED = enum.auto()
-    PATTERN_CHANGED = enum.auto()
-    MAXIMUM_ADDED = enum.auto()
-    MAXIMUM_REMOVED = enum.auto()
-    MAXIMUM_INCREASED = enum.auto()
-    MAXIMUM_DECREASED = enum.auto()
-    MINIMUM_ADDED = enum.auto()
-    MINIMUM_REMOVED = enum.auto()
-    MINIMUM_INCREASED = enum.auto()
-    MINIMUM_DECREASED = enum.auto()
-    EXCLUSIVE_MAXIMUM_ADDED = enum.auto()
-    EXCLUSIVE_MAXIMUM_REMOVED = enum.auto()
-    EXCLUSIVE_MAXIMUM_INCREASED = enum.auto()
-    EXCLUSIVE_MAXIMUM_DECREASED = enum.auto()
-    EXCLUSIVE_MINIMUM_ADDED = enum.auto()
-    EXCLUSIVE_MINIMUM_REMOVED = enum.auto()
-    EXCLUSIVE_MINIMUM_INCREASED = enum.auto()
-    EXCLUSIVE_MINIMUM_DECREASED = enum.auto()
-    MULTIPLE_OF_ADDED = enum.auto()
-    MULTIPLE_OF_REMOVED = enum.auto()
-    MULTIPLE_OF_EXPANDED = enum.auto()
-    MULTIPLE_OF_REDUCED = enum.auto()
-    MULTIPLE_OF_CHANGED = enum.auto()
-    REQUIRED_ATTRIBUTE_ADDED = enum.auto()
-    REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED = enum.auto()
-    REQUIRED_ATTRIBUTE_REMOVED = enum.auto()
-    MAX_PROPERTIES_ADDED = enum.auto()
-    MAX_PROPERTIES_REMOVED = enum.auto()
-    MAX_PROPERTIES_INCREASED = enum.auto()
-    MAX_PROPERTIES_DECREASED = enum.auto()
-    MIN_PROPERTIES_ADDED = enum.auto()
-    MIN_PROPERTIES_REMOVED = enum.auto()
-    MIN_PROPERTIES_INCREASED = enum.auto()
-    MIN_PROPERTIES_DECREASED = enum.auto()
-    ADDITIONAL_PROPERTIES_ADDED = enum.auto()
-    ADDITIONAL_PROPERTIES_REMOVED = enum.auto()
-    ADDITIONAL_PROPERTIES_EXTENDED = enum.auto()
-    ADDITIONAL_PROPERTIES_NARROWED = enum.auto()
-    DEPENDENCY_ARRAY_ADDED = enum.auto()
-    DEPENDENCY_ARRAY_REMOVED = enum.auto()
-    DEPENDENCY_ARRAY_EXTENDED = enum.auto()
-    DEPENDENCY_ARRAY_NARROWED = enum.auto()
-    DEPENDENCY_ARRAY_CHANGED = enum.auto()
-    DEPENDENCY_SCHEMA_ADDED = enum.auto()
-    DEPENDENCY_SCHEMA_REMOVED = enum.auto()
-    REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL = enum.auto()
-    REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL = enum.auto()
-    OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL = enum.auto()
-    PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL = enum.auto()
-    REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL = enum.auto()
-    REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL = enum.auto()
-    OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL = enum.auto()
-    PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL = enum.auto()
-    PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL = enum.auto()
-    PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL = enum.auto()
-    PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    UNEVALUATED_PROPERTIES_ADDED = enum.auto()
-    UNEVALUATED_PROPERTIES_REMOVED = enum.auto()
-    UNEVALUATED_PROPERTIES_EXTENDED = enum.auto()
-    UNEVALUATED_PROPERTIES_NARROWED = enum.auto()
-    MAX_ITEMS_ADDED = enum.auto()
-    MAX_ITEMS_REMOVED = enum.auto()
-    MAX_ITEMS_INCREASED = enum.auto()
-    MAX_ITEMS_DECREASED = enum.auto()
-    MIN_ITEMS_ADDED = enum.auto()
-    MIN_ITEMS_REMOVED = enum.auto()
-    MIN_ITEMS_INCREASED = enum.auto()
-    MIN_ITEMS_DECREASED = enum.auto()
-    MAX_CONTAINS_ADDED = enum.auto()
-    MAX_CONTAINS_REMOVED = enum.auto()
-    MAX_CONTAINS_INCREASED = enum.auto()
-    MAX_CONTAINS_DECREASED = enum.auto()
-    MIN_CONTAINS_ADDED = enum.auto()
-    MIN_CONTAINS_REMOVED = enum.auto()
-    MIN_CONTAINS_INCREASED = enum.auto()
-    MIN_CONTAINS_DECREASED = enum.auto()
-    UNIQUE_ITEMS_ADDED = enum.auto()
-    UNIQUE_ITEMS_REMOVED = enum.auto()
-    ADDITIONAL_ITEMS_ADDED = enum.auto()
-    ADDITIONAL_ITEMS_REMOVED = enum.auto()
-    ADDITIONAL_ITEMS_EXTENDED = enum.auto()
-    ADDITIONAL_ITEMS_NARROWED = enum.auto()
-    UNEVALUATED_ITEMS_ADDED = enum.auto()
-    UNEVALUATED_ITEMS_REMOVED = enum.auto()
-    UNEVALUATED_ITEMS_EXTENDED = enum.auto()
-    UNEVALUATED_ITEMS_NARROWED = enum.auto()
-    ITEM_ADDED_TO_OPEN_CONTENT_MODEL = enum.auto()
-    ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL = enum.auto()
-    ITEM_ADDED_TO_CLOSED_CONTENT_MODEL = enum.auto()
-    ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL = enum.auto()
-    ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL = enum.auto()
-    ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL = enum.auto()
-    ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL = enum.auto()
-    ENUM_ARRAY_EXTENDED = enum.auto()
-    ENUM_ARRAY_NARROWED = enum.auto()
-    ENUM_ARRAY_CHANGED = enum.auto()
-    COMBINED_TYPE_EXTENDED = enum.auto()
-    COMBINED_TYPE_CHANGED = enum.auto()
-    PRODUCT_TYPE_EXTENDED = enum.auto()
-    PRODUCT_TYPE_NARROWED = enum.auto()
-    SUM_TYPE_EXTENDED = enum.auto()
-    SUM_TYPE_NARROWED = enum.auto()
-    COMBINED_TYPE_SUBSCHEMAS_CHANGED = enum.auto()
-    NOT_TYPE_EXTENDED = enum.auto()
-    NOT_TYPE_NARROWED = enum.auto()
-
-
-C = Change
-
-COMPATIBLE_CHANGES: Final = frozenset({
-    # Confluent's SchemaDiff.COMPATIBLE_CHANGES_STRICT (its default policy).
-    C.ID_CHANGED, C.DESCRIPTION_CHANGED, C.TITLE_CHANGED, C.DEFAULT_CHANGED, C.SCHEMA_REMOVED,
-    C.TYPE_EXTENDED, C.MAX_LENGTH_INCREASED, C.MAX_LENGTH_REMOVED, C.MIN_LENGTH_DECREASED,
-    C.MIN_LENGTH_REMOVED, C.PATTERN_REMOVED, C.MAXIMUM_INCREASED, C.MAXIMUM_REMOVED,
-    C.MINIMUM_DECREASED, C.MINIMUM_REMOVED, C.EXCLUSIVE_MAXIMUM_INCREASED,
-    C.EXCLUSIVE_MAXIMUM_REMOVED, C.EXCLUSIVE_MINIMUM_DECREASED, C.EXCLUSIVE_MINIMUM_REMOVED,
-    C.MULTIPLE_OF_REDUCED, C.MULTIPLE_OF_REMOVED, C.REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED,
-    C.REQUIRED_ATTRIBUTE_REMOVED, C.DEPENDENCY_ARRAY_NARROWED, C.DEPENDENCY_ARRAY_REMOVED,
-    C.DEPENDENCY_SCHEMA_REMOVED, C.MAX_PROPERTIES_INCREASED, C.MAX_PROPERTIES_REMOVED,
-    C.MIN_PROPERTIES_DECREASED, C.MIN_PROPERTIES_REMOVED, C.ADDITIONAL_PROPERTIES_ADDED,
-    C.ADDITIONAL_PROPERTIES_EXTENDED, C.UNEVALUATED_PROPERTIES_ADDED,
-    C.UNEVALUATED_PROPERTIES_EXTENDED, C.PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
-    C.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL,
-    C.OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
-    C.PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
-    C.PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL,
-    C.PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
-    C.PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, C.MAX_ITEMS_INCREASED,
-    C.MAX_ITEMS_REMOVED, C.MIN_ITEMS_DECREASED, C.MIN_ITEMS_REMOVED, C.MAX_CONTAINS_INCREASED,
-    C.MAX_CONTAINS_REMOVED, C.MIN_CONTAINS_DECREASED, C.MIN_CONTAINS_REMOVED,
-    C.UNIQUE_ITEMS_REMOVED, C.ADDITIONAL_ITEMS_ADDED, C.ADDITIONAL_ITEMS_EXTENDED,
-    C.UNEVALUATED_ITEMS_ADDED, C.UNEVALUATED_ITEMS_EXTENDED,
-    C.ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL, C.ITEM_ADDED_TO_CLOSED_CONTENT_MODEL,
-    C.ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, C.ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL,
-    C.ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
-    C.ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, C.ENUM_ARRAY_EXTENDED,
-    C.COMBINED_TYPE_EXTENDED, C.PRODUCT_TYPE_NARROWED, C.SUM_TYPE_EXTENDED, C.NOT_TYPE_NARROWED,
-})
-
-for _change in Change:
-    # An attribute lookup is much cheaper than hashing an Enum member on the hot path.
-    _change.breaks = _change not in COMPATIBLE_CHANGES  # type: ignore[attr-defined]
-
-# Why each incompatible change breaks reading: the writer is the schema data was
-# written with, the reader the one reading it.
-_REASONS: Final[dict[Change, str]] = {
-    C.SCHEMA_ADDED: "the reader constrains a schema the writer left unconstrained",
-    C.TYPE_NARROWED: "the reader accepts only integers where the writer wrote any number",
-    C.TYPE_CHANGED: "the reader's type differs from the writer's",
-    C.MAX_LENGTH_ADDED: "the reader adds a maxLength the writer did not have",
-    C.MAX_LENGTH_DECREASED: "the reader's maxLength is smaller than the writer's",
-    C.MIN_LENGTH_ADDED: "the reader adds a minLength the writer did not have",
-    C.MIN_LENGTH_INCREASED: "the reader's minLength is larger than the writer's",
-    C.PATTERN_ADDED: "the reader adds a pattern the writer did not have",
-    C.PATTERN_CHANGED: "the reader's pattern differs from the writer's",
-    C.MAXIMUM_ADDED: "the reader adds a maximum the writer did not have",
-    C.MAXIMUM_DECREASED: "the reader's maximum is smaller than the writer's",
-    C.MINIMUM_ADDED: "the reader adds a minimum the writer did not have",
-    C.MINIMUM_INCREASED: "the reader's minimum is larger than the writer's",
-    C.EXCLUSIVE_MAXIMUM_ADDED: "the reader adds an exclusiveMaximum the writer did not have",
-    C.EXCLUSIVE_MAXIMUM_DECREASED: "the reader's exclusiveMaximum is smaller than the writer's",
-    C.EXCLUSIVE_MINIMUM_ADDED: "the reader adds an exclusiveMinimum the writer did not have",
-    C.EXCLUSIVE_MINIMUM_INCREASED: "the reader's exclusiveMinimum is larger than the writer's",
-    C.MULTIPLE_OF_ADDED: "the reader adds a multipleOf the writer did not have",
-    C.MULTIPLE_OF_EXPANDED: "the reader's multipleOf is a multiple of the writer's",
-    C.MULTIPLE_OF_CHANGED: "the reader's multipleOf does not divide the writer's",
-    C.REQUIRED_ATTRIBUTE_ADDED: "the reader requires a property (without a default) the writer did not require",
-    C.MAX_PROPERTIES_ADDED: "the reader adds a maxProperties the writer did not have",
-    C.MAX_PROPERTIES_DECREASED: "the reader's maxProperties is smaller than the writer's",
-    C.MIN_PROPERTIES_ADDED: "the reader adds a minProperties the writer did not have",
-    C.MIN_PROPERTIES_INCREASED: "the reader's minProperties is larger than the writer's",
-    C.ADDITIONAL_PROPERTIES_REMOVED: "the reader forbids additional properties the writer allowed",
-    C.ADDITIONAL_PROPERTIES_NARROWED: "the reader constrains additional properties the writer left open",
-    C.DEPENDENCY_ARRAY_ADDED: "the reader adds a property dependency",
-    C.DEPENDENCY_ARRAY_EXTENDED: "the reader's property dependency requires more properties",
-    C.DEPENDENCY_ARRAY_CHANGED: "the reader's property dependency differs from the writer's",
-    C.DEPENDENCY_SCHEMA_ADDED: "the reader adds a schema dependency",
-    C.REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL:
-        "the writer's open content model may have written this property with any value, "
-        "and the reader requires it with a schema",
-    C.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL:
-        "the writer's open content model may have written this property with any value",
-    C.OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL:
-        "the writer's open content model may have written this property with any value, "
-        "and the reader constrains it",
-    C.REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL:
-        "the reader requires a property (without a default) the writer never wrote",
-    C.PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL:
-        "the reader's closed content model does not allow this property, which the writer wrote",
-    C.PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL:
-        "the reader dropped this property and its additional/pattern properties schema "
-        "cannot read the writer's values",
-    C.PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL:
-        "the writer's additional/pattern properties may have written this property with "
-        "values the reader's schema for it cannot read",
-    C.UNEVALUATED_PROPERTIES_REMOVED: "the reader forbids unevaluated properties the writer allowed",
-    C.UNEVALUATED_PROPERTIES_NARROWED: "the reader constrains unevaluated properties the writer left open",
-    C.MAX_ITEMS_ADDED: "the reader adds a maxItems the writer did not have",
-    C.MAX_ITEMS_DECREASED: "the reader's maxItems is smaller than the writer's",
-    C.MIN_ITEMS_ADDED: "the reader adds a minItems the writer did not have",
-    C.MIN_ITEMS_INCREASED: "the reader's minItems is larger than the writer's",
-    C.MAX_CONTAINS_ADDED: "the reader adds a maxContains the writer did not have",
-    C.MAX_CONTAINS_DECREASED: "the reader's maxContains is smaller than the writer's",
-    C.MIN_CONTAINS_ADDED: "the reader adds a minContains the writer did not have",
-    C.MIN_CONTAINS_INCREASED: "the reader's minContains is larger than the writer's",
-    C.UNIQUE_ITEMS_ADDED: "the reader requires unique items and the writer did not",
-    C.ADDITIONAL_ITEMS_REMOVED: "the reader forbids additional items the writer allowed",
-    C.ADDITIONAL_ITEMS_NARROWED: "the reader constrains additional items the writer left open",
-    C.UNEVALUATED_ITEMS_REMOVED: "the reader forbids unevaluated items the writer allowed",
-    C.UNEVALUATED_ITEMS_NARROWED: "the reader constrains unevaluated items the writer left open",
-    C.ITEM_ADDED_TO_OPEN_CONTENT_MODEL:
-        "the writer's open content model may have written any value at this position, "
-        "and the reader constrains it",
-    C.ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL:
-        "the reader's closed content model does not allow this item, which the writer wrote",
-    C.ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL:
-        "the reader dropped this item and its additional items schema cannot read the writer's values",
-    C.ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL:
-        "the writer's additional items may have written values at this position that the "
-        "reader's item schema cannot read",
-    C.ENUM_ARRAY_NARROWED: "the reader's enum lacks values the writer's allows",
-    C.ENUM_ARRAY_CHANGED: "the reader's enum (or const) differs from the writer's",
-    C.COMBINED_TYPE_CHANGED: "the reader combines its subschemas differently (allOf/anyOf/oneOf)",
-    C.PRODUCT_TYPE_EXTENDED: "the reader's allOf has more subschemas than the writer's",
-    C.SUM_TYPE_NARROWED: "the reader's anyOf/oneOf has fewer subschemas than the writer's",
-    C.COMBINED_TYPE_SUBSCHEMAS_CHANGED:
-        "some of the writer's subschemas have no compatible counterpart in the reader's",
-    C.NOT_TYPE_EXTENDED: "the reader's 'not' excludes more than the writer's",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """One of Confluent's differences, at a JSON path such as "#/properties/a"."""
-
-    change: Change
-    path: str
-
-    @property
-    def compatible(self) -> bool:
-        return self.change in COMPATIBLE_CHANGES
-
-    def sentence(self) -> str:
-        reason = _REASONS.get(self.change, "a compatible change")
-        return f"{self.change.name} at '{self.path}': {reason}"
 
 
 class TooMuchWork(Exception):
     """The comparison needed more work than its budget allows (its message, when it has
     one, says what in particular could not be done within bounded work)."""
-
-
-# Differences inside one pair comparison: (change, path relative to the pair).
-_Diffs = list[tuple[Change, str]]
-
-
-def _under(prefix: str, diffs: _Diffs) -> _Diffs:
-    if not diffs:
-        return diffs
-    return [(change, f"{prefix}/{path}" if path else prefix) for change, path in diffs]
-
-
-def _incompatible(diffs: Iterable[tuple[Change, str]]) -> bool:
-    for change, _ in diffs:
-        if change.breaks:  # type: ignore[attr-defined]
-            return True
-    return False
-
-
-def _capped(diffs: _Diffs) -> _Diffs:
-    if len(diffs) <= MAX_DIFFERENCES:
-        return diffs
-    worse = [d for d in diffs if d[0].breaks]  # type: ignore[attr-defined]
-    better = [d for d in diffs if not d[0].breaks]  # type: ignore[attr-defined]
-    return (worse + better)[:MAX_DIFFERENCES]
 
 
 PATTERN_MEMORY: Final = 2 << 20
@@ -412,7 +125,7 @@ class _Comparison:
         # must pay for its own patterns within its own budget.
         self.patterns: dict[str, _Pattern] = {}
         self.partials: dict[tuple[int, str], Node | None] = {}
-        self.memo: dict[tuple[int, int], _Diffs] = {}
+        self.memo: dict[tuple[int, int], Diffs] = {}
         self.active: dict[tuple[int, int], int] = {}
         self.leaned_on: float = math.inf
         self.pending: dict[tuple[int, int], tuple[Node, Node]] = {}
@@ -420,7 +133,7 @@ class _Comparison:
 
     # --- driving passes --------------------------------------------------------------
 
-    def run(self, original: Node, update: Node) -> _Diffs:
+    def run(self, original: Node, update: Node) -> Diffs:
         while True:
             self.new_incompatible = False
             self.pending = {}
@@ -435,7 +148,7 @@ class _Comparison:
             if not self.new_incompatible:
                 return result
 
-    def root(self, original: Node, update: Node) -> _Diffs:
+    def root(self, original: Node, update: Node) -> Diffs:
         self.leaned_on = math.inf
         return self.compare(original, update)
 
@@ -447,7 +160,7 @@ class _Comparison:
         if self.calls > self.budget:
             raise TooMuchWork()
 
-    def compare(self, original: Node | None, update: Node | None) -> _Diffs:
+    def compare(self, original: Node | None, update: Node | None) -> Diffs:
         self.spend(1)
         if original is None and update is None:
             return []
@@ -473,10 +186,10 @@ class _Comparison:
         self.active[key] = depth
         outer_leaned_on, self.leaned_on = self.leaned_on, math.inf
         try:
-            diffs = _capped(self.compare_types(original, update))
+            diffs = capped(self.compare_types(original, update))
         finally:
             del self.active[key]
-        if _incompatible(diffs):
+        if incompatible(diffs):
             self.new_incompatible = self.new_incompatible or key in self.pending
             self.memo[key] = diffs
         elif self.leaned_on >= depth:
@@ -484,11 +197,11 @@ class _Comparison:
         self.leaned_on = min(outer_leaned_on, self.leaned_on)
         return diffs
 
-    def compatible(self, original: Node | None, update: Node | None) -> tuple[bool, _Diffs]:
+    def compatible(self, original: Node | None, update: Node | None) -> tuple[bool, Diffs]:
         diffs = self.compare(original, update)
-        return not _incompatible(diffs), diffs
+        return not incompatible(diffs), diffs
 
-    def compare_types(self, o: Node, u: Node) -> _Diffs:
+    def compare_types(self, o: Node, u: Node) -> Diffs:
         if o.kind is not Kind.COMBINED and u.kind is Kind.COMBINED:
             if len(u.subschemas) == 1:
                 ok, diffs = self.compatible(o, u.subschemas[0])
@@ -515,7 +228,7 @@ class _Comparison:
             if o.connect_type == "bytes" and u.connect_type == "bytes":
                 return []  # Confluent: Kafka Connect's decimal-as-bytes fix stays compatible
             return [(C.TYPE_CHANGED, "")]
-        diffs: _Diffs = []
+        diffs: Diffs = []
         if o.id != u.id:
             diffs.append((C.ID_CHANGED, ""))
         if o.title != u.title:
@@ -548,7 +261,7 @@ class _Comparison:
     # --- leaves ----------------------------------------------------------------------
 
     @staticmethod
-    def bound(diffs: _Diffs, path: str, old: Number | None, new: Number | None,
+    def bound(diffs: Diffs, path: str, old: Number | None, new: Number | None,
               added: Change, removed: Change, increased: Change, decreased: Change) -> None:
         if old is None and new is None:
             return
@@ -561,7 +274,7 @@ class _Comparison:
         elif old > new:
             diffs.append((decreased, path))
 
-    def strings(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def strings(self, o: Node, u: Node, diffs: Diffs) -> None:
         self.bound(diffs, "maxLength", o.max_length, u.max_length, C.MAX_LENGTH_ADDED,
                    C.MAX_LENGTH_REMOVED, C.MAX_LENGTH_INCREASED, C.MAX_LENGTH_DECREASED)
         self.bound(diffs, "minLength", o.min_length, u.min_length, C.MIN_LENGTH_ADDED,
@@ -573,7 +286,7 @@ class _Comparison:
         elif o.pattern != u.pattern:
             diffs.append((C.PATTERN_CHANGED, "pattern"))
 
-    def numbers(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def numbers(self, o: Node, u: Node, diffs: Diffs) -> None:
         self.bound(diffs, "maximum", o.maximum, u.maximum, C.MAXIMUM_ADDED, C.MAXIMUM_REMOVED,
                    C.MAXIMUM_INCREASED, C.MAXIMUM_DECREASED)
         self.bound(diffs, "minimum", o.minimum, u.minimum, C.MINIMUM_ADDED, C.MINIMUM_REMOVED,
@@ -602,7 +315,7 @@ class _Comparison:
             diffs.append((C.TYPE_EXTENDED if o.requires_integer else C.TYPE_NARROWED, ""))
 
     @staticmethod
-    def enums(o: Node, u: Node, diffs: _Diffs) -> None:
+    def enums(o: Node, u: Node, diffs: Diffs) -> None:
         if o.enum_values != u.enum_values:
             if u.enum_values >= o.enum_values:
                 diffs.append((C.ENUM_ARRAY_EXTENDED, "enum"))
@@ -613,7 +326,7 @@ class _Comparison:
 
     # --- combined schemas ------------------------------------------------------------
 
-    def combined(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def combined(self, o: Node, u: Node, diffs: Diffs) -> None:
         assert o.criterion is not None and u.criterion is not None
         if o.criterion is not u.criterion:
             single_o, single_u = len(o.subschemas) == 1, len(u.subschemas) == 1
@@ -637,7 +350,7 @@ class _Comparison:
         for index, partner in sorted(matched.items()):
             first, second = originals[index], updates[partner]
             if first.fingerprint is None or first.fingerprint != second.fingerprint:
-                diffs += _under(f"{prefix}/{index}", self.compare(first, second))
+                diffs += under(f"{prefix}/{index}", self.compare(first, second))
         if len(matched) < min(len(originals), len(updates)):
             diffs.append((C.COMBINED_TYPE_SUBSCHEMAS_CHANGED, ""))
 
@@ -709,7 +422,7 @@ class _Comparison:
 
     # --- objects ---------------------------------------------------------------------
 
-    def objects(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def objects(self, o: Node, u: Node, diffs: Diffs) -> None:
         for name in o.properties:
             if name in u.properties:
                 was, now = name in o.required, name in u.required
@@ -735,7 +448,7 @@ class _Comparison:
                    C.MIN_PROPERTIES_ADDED, C.MIN_PROPERTIES_REMOVED, C.MIN_PROPERTIES_INCREASED,
                    C.MIN_PROPERTIES_DECREASED)
 
-    def property(self, o: Node, u: Node, name: str, path: str, diffs: _Diffs) -> None:
+    def property(self, o: Node, u: Node, name: str, path: str, diffs: Diffs) -> None:
         old, new = o.properties.get(name), u.properties.get(name)
         if new is None:
             assert old is not None
@@ -745,7 +458,7 @@ class _Comparison:
             partial = self.partial_object_schema(u, name)
             if partial is not None:
                 ok, sub = self.compatible(old, partial)
-                diffs += _under(path, sub)
+                diffs += under(path, sub)
                 diffs.append((C.PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if ok
                               else C.PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, path))
             elif old.kind is Kind.FALSE:
@@ -767,7 +480,7 @@ class _Comparison:
             partial = self.partial_object_schema(o, name)
             if partial is not None:
                 ok, sub = self.compatible(partial, new)
-                diffs += _under(path, sub)
+                diffs += under(path, sub)
                 diffs.append((C.PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if ok
                               else C.PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, path))
             if name in u.required:
@@ -777,7 +490,7 @@ class _Comparison:
             else:
                 diffs.append((C.OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, path))
         else:
-            diffs += _under(path, self.compare(old, new))
+            diffs += under(path, self.compare(old, new))
 
     def partial_object_schema(self, node: Node, name: str) -> Node | None:
         """The schema a property absent from `node.properties` must satisfy, if limited.
@@ -817,7 +530,7 @@ class _Comparison:
             self.patterns[pattern] = known
         return known
 
-    def dependencies(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def dependencies(self, o: Node, u: Node, diffs: Diffs) -> None:
         names = list(o.property_dependencies) + [
             n for n in u.property_dependencies if n not in o.property_dependencies]
         for name in names:
@@ -841,9 +554,9 @@ class _Comparison:
             elif old_schema is None:
                 diffs.append((C.DEPENDENCY_SCHEMA_ADDED, path))
             else:
-                diffs += _under(path, self.compare(old_schema, new_schema))
+                diffs += under(path, self.compare(old_schema, new_schema))
 
-    def additional_properties(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def additional_properties(self, o: Node, u: Node, diffs: Diffs) -> None:
         path = "additionalProperties"
         if o.additional_properties != u.additional_properties:
             diffs.append((C.ADDITIONAL_PROPERTIES_ADDED if u.additional_properties
@@ -853,11 +566,11 @@ class _Comparison:
         elif u.additional_properties_schema is None and o.additional_properties_schema is not None:
             diffs.append((C.ADDITIONAL_PROPERTIES_EXTENDED, path))
         else:
-            diffs += _under(path, self.compare(o.additional_properties_schema,
+            diffs += under(path, self.compare(o.additional_properties_schema,
                                                u.additional_properties_schema))
 
     def unevaluated(self, old: Node | None, new: Node | None, path: str, added: Change,
-                    removed: Change, extended: Change, narrowed: Change, diffs: _Diffs) -> None:
+                    removed: Change, extended: Change, narrowed: Change, diffs: Diffs) -> None:
         if old is None and new is None:
             return
         if old is None:
@@ -874,12 +587,12 @@ class _Comparison:
         elif not old.is_emptyish and new.is_emptyish:
             diffs.append((extended, path))
         else:
-            diffs += _under(path, self.compare(old, new))
+            diffs += under(path, self.compare(old, new))
 
     # --- arrays ----------------------------------------------------------------------
 
-    def arrays(self, o: Node, u: Node, diffs: _Diffs) -> None:
-        diffs += _under("items", self.compare(o.all_items, u.all_items))
+    def arrays(self, o: Node, u: Node, diffs: Diffs) -> None:
+        diffs += under("items", self.compare(o.all_items, u.all_items))
         self.tuple_items(o, u, diffs)
         path = "additionalItems"
         if o.additional_items != u.additional_items:
@@ -890,7 +603,7 @@ class _Comparison:
         elif u.additional_items_schema is None and o.additional_items_schema is not None:
             diffs.append((C.ADDITIONAL_ITEMS_EXTENDED, path))
         else:
-            diffs += _under(path, self.compare(o.additional_items_schema, u.additional_items_schema))
+            diffs += under(path, self.compare(o.additional_items_schema, u.additional_items_schema))
         self.unevaluated(o.unevaluated_items, u.unevaluated_items, "unevaluatedItems",
                          C.UNEVALUATED_ITEMS_ADDED, C.UNEVALUATED_ITEMS_REMOVED,
                          C.UNEVALUATED_ITEMS_EXTENDED, C.UNEVALUATED_ITEMS_NARROWED, diffs)
@@ -906,10 +619,10 @@ class _Comparison:
         self.bound(diffs, "minContains", o.min_contains, u.min_contains, C.MIN_CONTAINS_ADDED,
                    C.MIN_CONTAINS_REMOVED, C.MIN_CONTAINS_INCREASED, C.MIN_CONTAINS_DECREASED)
 
-    def tuple_items(self, o: Node, u: Node, diffs: _Diffs) -> None:
+    def tuple_items(self, o: Node, u: Node, diffs: Diffs) -> None:
         olds, news = o.item_schemas or [], u.item_schemas or []
         for index in range(min(len(olds), len(news))):
-            diffs += _under(f"items/{index}", self.compare(olds[index], news[index]))
+            diffs += under(f"items/{index}", self.compare(olds[index], news[index]))
         for index in range(len(news), len(olds)):
             path, old = f"items/{index}", olds[index]
             if _open_array(u):
@@ -918,7 +631,7 @@ class _Comparison:
             partial = _partial_array_schema(u)
             if partial is not None:
                 ok, sub = self.compatible(old, partial)
-                diffs += _under(path, sub)
+                diffs += under(path, sub)
                 diffs.append((C.ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if ok
                               else C.ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, path))
             elif old.kind is Kind.FALSE:
@@ -934,7 +647,7 @@ class _Comparison:
             partial = _partial_array_schema(o)
             if partial is not None:
                 ok, sub = self.compatible(partial, new)
-                diffs += _under(path, sub)
+                diffs += under(path, sub)
                 diffs.append((C.ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if ok
                               else C.ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, path))
             else:
