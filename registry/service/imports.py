@@ -2,7 +2,6 @@
 `schema-registry import`, each entry succeeding or failing alone."""
 from __future__ import annotations
 
-
 from registry import errors
 from registry.compatibility import CompatibilityLevel
 from registry.modes import Mode

@@ -2,7 +2,6 @@
 cache, as Confluent answers them."""
 from __future__ import annotations
 
-
 from registry import errors
 from registry.service.parsing import Parsing
 from registry.service.requests import NewSchema, parse_version
