@@ -158,14 +158,25 @@ fn new_entry<'py>(
     items: [Bound<'py, PyAny>; 8],
 ) -> PyResult<Bound<'py, PyAny>> {
     unsafe {
+        // The limited API (abi3, one wheel for every CPython from 3.11): the type's slot
+        // through PyType_GetSlot, and PyTuple_SetItem, which steals the reference as the
+        // macro does, on a tuple nothing else has seen yet.
         let tp = entry_type.as_type_ptr();
-        let alloc = (*tp).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+        let slot = ffi::PyType_GetSlot(tp, ffi::Py_tp_alloc);
+        let alloc: ffi::allocfunc = if slot.is_null() {
+            ffi::PyType_GenericAlloc
+        } else {
+            std::mem::transmute::<*mut std::ffi::c_void, ffi::allocfunc>(slot)
+        };
         let raw = alloc(tp, items.len() as ffi::Py_ssize_t);
         if raw.is_null() {
             return Err(PyErr::fetch(py));
         }
         for (index, item) in items.into_iter().enumerate() {
-            ffi::PyTuple_SET_ITEM(raw, index as ffi::Py_ssize_t, item.into_ptr());
+            if ffi::PyTuple_SetItem(raw, index as ffi::Py_ssize_t, item.into_ptr()) != 0 {
+                ffi::Py_DECREF(raw);
+                return Err(PyErr::fetch(py));
+            }
         }
         Ok(Bound::from_owned_ptr(py, raw))
     }
