@@ -10,45 +10,51 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# The exact versions every install here and the image use (pyproject.toml declares ranges);
+# `make lock` writes it.
+LOCK := requirements.lock
 
-.PHONY: install native jvm bytecode run test test-unit test-integration browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
+.PHONY: install native jvm bytecode run test test-unit test-integration test-pythons test-lowest lock dist browser infra-fetch infra-up infra-down docker-engine docker-engine-stop js-fetch bench bench-spark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==24.3.1
 
+# The Rust extensions (store/replay_native, registry/serde/avro_native) are built by the
+# build backend (setuptools-rust, pyproject.toml), as every wheel builds them: the editable
+# install compiles them in place where cargo is found (else the modules run in Python,
+# logging so once). Cargo keeps its work in the venv and builds only what changed.
+CARGO := $(shell command -v cargo 2>/dev/null || ls $(HOME)/.cargo/bin/cargo 2>/dev/null)
+ifneq ($(CARGO),)
+export PATH := $(dir $(CARGO)):$(PATH)
+endif
+export CARGO_TARGET_DIR := $(CURDIR)/$(VENV)/cargo-target
+NATIVE_SOURCES := $(foreach crate,store/replay_native registry/serde/avro_native,\
+  $(crate)/Cargo.toml $(crate)/Cargo.lock $(wildcard $(crate)/src/*.rs))
+
 # The server and the admin commands (`schema-registry export|import|copy|check ...`, which
 # need rich): `make install` gives the whole CLI, as the README says.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[server,admin]'
+$(STAMP): pyproject.toml setup.py $(LOCK) $(NATIVE_SOURCES) | $(BIN)/python
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[server,admin]'
 	touch $@
 
-$(TEST_STAMP): pyproject.toml $(STAMP)
-	$(BIN)/pip install --quiet -e '.[server,test]'
+$(TEST_STAMP): pyproject.toml setup.py $(LOCK) $(STAMP)
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[server,test]'
 	touch $@
 
 ## install: create .venv and install the CLI at .venv/bin/schema-registry
 install: $(STAMP) bytecode native
 
-# Two compiled modules, each built with cargo where it is found and put beside the Python
-# module that uses it, which falls back to Python without it (as in a wheel or an image):
-# - store/replay_native: the replay's common case (a cold start applies every record of
-#   the topic; bench/cold_start.py), used by store/cache.py;
-# - registry/serde/avro_native: the Avro decoder of the deserializers (bench/serde.py),
-#   used by registry/serde/avro_program.py.
-# Cargo builds only what changed.
-CARGO := $(shell command -v cargo 2>/dev/null || ls $(HOME)/.cargo/bin/cargo 2>/dev/null)
-EXT_SUFFIX = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+## native: the two Rust extensions, built in place by `make install` (see above):
+## - store/replay_native: the replay's common case (bench/cold_start.py), store/cache.py;
+## - registry/serde/avro_native: the deserializers' Avro decoder (bench/serde.py).
+## A crate's change re-runs the editable install ($(STAMP) depends on its sources).
 native: $(STAMP)
 ifeq ($(CARGO),)
 	@echo "make native: cargo not found: the replay and Avro decoding run in Python (slower)"
 else
-	PYO3_PYTHON=$(CURDIR)/$(BIN)/python $(CARGO) build --quiet --release --locked \
-	  --manifest-path store/replay_native/Cargo.toml --target-dir $(VENV)/cargo-target
-	cp $(VENV)/cargo-target/release/lib_replay_native.so store/_replay_native$(EXT_SUFFIX)
-	PYO3_PYTHON=$(CURDIR)/$(BIN)/python $(CARGO) build --quiet --release --locked \
-	  --manifest-path registry/serde/avro_native/Cargo.toml --target-dir $(VENV)/cargo-target
-	cp $(VENV)/cargo-target/release/lib_avro_native.so registry/serde/_avro_native$(EXT_SUFFIX)
+	@$(BIN)/python -c 'import store._replay_native, registry.serde._avro_native' \
+	  || { echo "make native: the editable install did not build the Rust extensions (see pip's output)"; exit 1; }
 endif
 
 # registry/spark's JVM expression (registry/spark/jvm), compiled with javac against the
@@ -107,6 +113,57 @@ test-unit: $(TEST_STAMP) native
 
 test-integration: $(TEST_STAMP) infra-fetch
 	$(BIN)/python -m pytest tests/integration -q -p no:cacheprovider
+
+## test-pythons: the unit suite and the client side's suites on every other supported Python
+## (3.12, 3.13: pyenv's or python3.X on PATH), each in its own venv (.venv-3.X) from the
+## lock, the two at once (one core each); the full suite runs on $(VENV)'s 3.11
+EXTRA_PYTHONS := 3.12 3.13
+CLIENT_SUITES := tests/integration/serde/test_client_api.py tests/integration/serde/test_evolution.py \
+  tests/integration/serde/test_interop.py tests/integration/serde/test_interop_json_protobuf.py
+python_for = $(or $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python))),$(shell command -v python$(1)))
+# The installs one after the other (each writes the checkout's egg-info), the suites at once.
+test-pythons: $(EXTRA_PYTHONS:%=.venv-%/.installed)
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(EXTRA_PYTHONS:%=test-python-%)
+
+test-python-%: .venv-%/.installed
+	.venv-$*/bin/python -m pytest tests/unit $(CLIENT_SUITES) -q -p no:cacheprovider
+
+# A venv of its own, with a `*` .gitignore inside as Python 3.13's venv writes one.
+.venv-%/.installed: pyproject.toml setup.py $(LOCK) $(NATIVE_SOURCES)
+	@test -n "$(call python_for,$*)" || { echo "make test-pythons: no Python $* (pyenv install $*)"; exit 1; }
+	test -x .venv-$*/bin/python || $(call python_for,$*) -m venv .venv-$*
+	echo '*' > .venv-$*/.gitignore
+	CARGO_TARGET_DIR=$(CURDIR)/.venv-$*/cargo-target .venv-$*/bin/pip install --quiet -c $(LOCK) -e '.[server,test]'
+	touch $@
+
+## test-lowest: the client side installed at pyproject's lower bounds (uv's lowest-direct:
+## every direct dependency at its lowest allowed version) in .venv-lowest, and its unit tests
+LOWEST := .venv-lowest
+CLIENT_UNIT_TESTS := $(sort $(wildcard tests/unit/test_client*.py tests/unit/test_serde_*.py)) tests/unit/test_avro_native.py
+test-lowest: $(TEST_STAMP)
+	test -x $(LOWEST)/bin/python || $(BIN)/uv venv --quiet --python $(BIN)/python $(LOWEST)
+	echo '*' > $(LOWEST)/.gitignore
+	CARGO_TARGET_DIR=$(CURDIR)/$(LOWEST)/cargo-target $(BIN)/uv pip install --quiet --python $(LOWEST)/bin/python \
+	  --resolution lowest-direct --reinstall-package schema-registry-py \
+	  --editable '.[schema-types]' 'pytest>=9.2.0' 'hypothesis>=6.170.17'
+	$(LOWEST)/bin/python -m pytest $(CLIENT_UNIT_TESTS) -q -p no:cacheprovider
+
+test: test-pythons test-lowest
+
+## lock: requirements.lock from pyproject.toml, one for every supported Python (uv, universal);
+## versions already locked stay unless pyproject excludes them (`make lock UPGRADE=1` moves all)
+lock: $(TEST_STAMP)
+	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 \
+	  --extra server --extra admin --extra spark --extra test $(if $(UPGRADE),--upgrade) --quiet -o $(LOCK)
+
+## dist: the sdist and the wheel (cp311-abi3: the Rust extensions and registry.spark's jar in
+## it) into dist/, the wheel built from the sdist as pip would, then `twine check`
+dist: $(TEST_STAMP)
+	rm -rf dist
+	SPARK_HOME="$$($(BIN)/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \
+	  $(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*.whl dist/*.tar.gz
+	echo '*' > dist/.gitignore
 
 ## interop-deps: the real clients tests/interop runs, from their registries: npm ci of
 ## @confluentinc/schemaregistry and @kafkajs/confluent-schema-registry, a go build of
