@@ -55,11 +55,28 @@ from store.records import (
 log = logging.getLogger(__name__)
 
 try:
-    # The replay's common case compiled (store/replay_native, built by `make install`
-    # where cargo is found). Without it the Python path applies every record.
+    # The replay's common case compiled (store/replay_native, built into the wheel and by
+    # `make install` by the build backend). Without it (a platform no wheel is built for,
+    # an install without Rust) the Python path applies every record.
     from store._replay_native import apply_plain_run as _native_plain_run
 except ImportError:
     _native_plain_run = None
+
+# Which replay this process runs, said once, by the first cache that replays natively
+# if it can: the node's start-up log names it (the image's test reads that line).
+_replay_said = False
+
+
+def _say_which_replay() -> None:
+    global _replay_said
+    if _replay_said:
+        return
+    _replay_said = True
+    if _native_plain_run is not None:
+        log.info("replay: compiled (store._replay_native)")
+    else:
+        log.warning("replay: Python (store._replay_native is not in this install, no wheel for this "
+                    "platform or built without Rust): cold starts are slower")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +152,8 @@ class Cache:
         # `apply_plain_run`, or None where the compiled module is missing or `native` is
         # False (tests replay both ways): the reader then applies every record itself.
         self.plain_run = self.apply_plain_run if native and _native_plain_run is not None else None
+        if native:
+            _say_which_replay()
         # Ids are numbered per context (Confluent's contexts): context -> id -> content.
         self._ids: dict[str, dict[int, _IdEntry]] = {DEFAULT_CONTEXT: {}}
         self._schemas = self._ids[DEFAULT_CONTEXT]  # the default context, the hot path

@@ -1,5 +1,5 @@
 """A writer schema, and a reader schema if given, compiled for the native Avro decoder
-(`avro_native/`, built by `make native`).
+(`avro_native/`, built into the wheel and by `make install`).
 
 fastavro's reader walks the schemas' dicts for every datum. `native_decoder` walks
 them once, here, into a flat program of nodes that the Rust decoder runs: a record is
@@ -24,6 +24,7 @@ limit (it calls the fastavro decoder it was given).
 from __future__ import annotations
 
 import datetime
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +35,11 @@ from fastavro.read import LOGICAL_READERS
 
 try:
     from registry.serde._avro_native import Decoder as _NativeDecoder
-except ImportError:  # not built (no cargo), or a wheel without it: fastavro decodes
+except ImportError:  # no wheel for this platform, or built without Rust: fastavro decodes
     _NativeDecoder = None
+    logging.getLogger(__name__).warning(
+        "Avro decoding: fastavro (registry.serde._avro_native is not in this install, no wheel for this "
+        "platform or built without Rust): slower deserializers")
 
 AVAILABLE = _NativeDecoder is not None
 
