@@ -8,7 +8,7 @@ import pytest
 
 from registry import errors
 from registry.node import build_node
-from registry.parse_memo import ParseMemo
+from registry.parse_memo import _ENTRY_OVERHEAD, ParseMemo
 from registry.service import NewSchema, RegisterRequest
 from registry.settings import load_settings
 from store.memory_log import MemoryLog
@@ -62,11 +62,11 @@ def test_the_memo_evicts_the_least_recently_used_beyond_its_weight():
 
 
 def test_a_hit_keeps_its_entry_and_the_least_recently_used_goes_first():
-    memo, parse = ParseMemo(max_weight=4 * (1024 + 1000)), Counting()
+    memo, parse = ParseMemo(max_weight=4 * (_ENTRY_OVERHEAD + 1000)), Counting()
     texts = [f"{i}" + "x" * 999 for i in range(5)]
     for text in texts[:4]:
         memo.parse("AVRO", text, {}, False, parse)
-    assert len(memo) == 4 and parse.calls == 4, "four entries of 2,024 fit in 8,096"
+    assert len(memo) == 4 and parse.calls == 4, "four entries of their weight fit in four times it"
     memo.parse("AVRO", texts[0], {}, False, parse)  # the oldest, used again
     memo.parse("AVRO", texts[4], {}, False, parse)  # a fifth: one must go
     assert parse.calls == 5 and len(memo) == 4
