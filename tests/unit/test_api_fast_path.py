@@ -175,3 +175,23 @@ def test_every_plain_id_read_is_timed_with_the_others(client):
             in text)
     assert ('schema_registry_http_request_duration_seconds_bucket{le="0.0005",method="GET",'
             'route="schemas.get_schema"}') in text
+
+
+def test_the_answers_kept_for_ids_are_bounded_however_many_ids_are_read(monkeypatch):
+    """Reads spread over every id kept an answer for each (issue 51); past the bound the
+    memo starts again, and every read is still answered."""
+    from registry.http import fast_path
+    from tests.asgi_client import NodeClient
+    monkeypatch.setattr(fast_path, "MAX_HELD_BYTES", 4096)
+    with NodeClient() as client:
+        ids = [client.post(f"/subjects/s{n}/versions",
+                           {"schema": '{"type":"record","name":"R%d","fields":[{"name":"a","type":"int"}]}' % n}
+                           ).json()["id"] for n in range(60)]
+        for _ in range(2):
+            for schema_id in ids:
+                answer = client.get(f"/schemas/ids/{schema_id}")
+                assert answer.status == 200 and f'R{schema_id - 1}' in answer.json()["schema"], answer.body
+        lane = client.bridge._fast_path
+        held = sum(len(entry[1]) for entry in lane._memo.values())
+        assert held <= 4096 and lane._held == held, (held, lane._held)
+        assert len(lane._answers) <= len(lane._memo), "no answer outlives its memo entry"
