@@ -1,9 +1,9 @@
 """Confluent-framed Avro in PySpark, batch and Structured Streaming, decoded on the JVM.
 
     from registry.client import SchemaRegistryClient
-    from registry.spark import AvroDecoder, AvroEncoder, DecodeMode, connector_jars
+    from registry.spark import AvroDecoder, AvroEncoder, DecodeMode, configure
 
-    spark = SparkSession.builder.config("spark.jars", connector_jars(".infra/jars/spark")).getOrCreate()
+    spark = configure(SparkSession.builder).getOrCreate()    # our jar, the Kafka and Avro connectors
     client = SchemaRegistryClient({"url": "http://localhost:8081"})
     decoder = AvroDecoder.for_subject(client, "orders-value")            # reader: latest version
     orders = decoder.decode(spark.readStream.format("kafka")...load(), "value", into="order")
@@ -16,10 +16,13 @@ reads schemas from the registry on the driver, once per id. `JsonSchemaDecoder` 
 `from_json`/`to_json`, the Spark type derived from the schema; `ProtobufDecoder` and
 `ProtobufEncoder` (protobuf.py) for Protobuf, in a Python UDF (spark-protobuf's jar is
 not on the Maven Central we fetch from). Needs the `spark` extra
-(pyspark) and the connector jars (`make infra-fetch`, see jars.py).
+(pyspark) and the connectors: `configure` (configure.py) adds them as Maven packages, or
+from a local folder (`make infra-fetch`, see jars.py), with registry.spark's jar, which
+the wheel ships.
 """
 from __future__ import annotations
 
+from registry.spark.configure import configure, spark_packages
 from registry.spark.decode import AvroDecoder, BatchDecoding, DecodeMode
 from registry.spark.encode import AvroEncoder
 from registry.spark.jars import connector_jars
@@ -41,6 +44,8 @@ __all__ = [
     "RegisteredAvro",
     "SchemaLookup",
     "SchemaNotAvro",
+    "configure",
     "connector_jars",
+    "spark_packages",
     "spark_type_of",
 ]
