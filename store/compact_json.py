@@ -9,7 +9,7 @@ integers alike; they differ in floats (`1e-07` against `1e-7`) and in what they 
 (orjson: a lone surrogate, an integer past 64 bits). So orjson writes a document only
 when it holds no float, and the stdlib anything orjson refuses: the bytes are always
 the stdlib's. (The Avro canonical text, which may not depend on the store, does the
-same in `registry.schema_types.avro._dump`.)
+same in `registry.schema_types.avro_text`.)
 """
 from __future__ import annotations
 
