@@ -399,10 +399,14 @@ class AsgiBridge:
                 if content_type is None:
                     answer = None
                 elif (on_loop := direct.loop_view_for(method, route.endpoint, request_body)) is not None:
-                    # A registration with group commit: parsed here, then waiting for its
-                    # batch without a thread (each hand-off costs tens of microseconds).
+                    # A registration with group commit: parsed on a thread, then waiting for
+                    # its batch without one (each hand-off costs tens of microseconds).
                     answer = await direct.answer_on_loop(on_loop, route.arguments, method, path, query,
                                                          scope["headers"], request_body, received, content_type)
+                elif method in _NEVER_BLOCK and not _formats(query):
+                    # A read: the in-memory cache only, here (a hand-off costs more).
+                    answer = direct.answer(view, route.arguments, method, path, query, scope["headers"],
+                                           request_body, received, content_type)
                 else:
                     answer = await asyncio.get_running_loop().run_in_executor(
                         self._pool, direct.answer, view, route.arguments, method, path, query, scope["headers"],
@@ -411,6 +415,9 @@ class AsgiBridge:
                 answer, to_leader = None, True
             if answer is not None:
                 exchange.status = answer[0]
+                if answer[0] == 200 and position is not None and memo_key is not None:
+                    assert memo is not None
+                    memo.keep(memo_key, position, route.endpoint, answer[1], answer[2])
                 await send({"type": "http.response.start", "status": answer[0], "headers": answer[1]})
                 await send({"type": "http.response.body", "body": answer[2]})
                 return

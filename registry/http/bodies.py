@@ -187,7 +187,12 @@ def flag_in(args: Mapping[str, str], name: str, default: bool = False) -> bool:
 
 
 def int_arg(name: str, default: int) -> int:
-    value = request.args.get(name)
+    return int_arg_in(request.args, name, default)
+
+
+def int_arg_in(args: Mapping[str, str], name: str, default: int) -> int:
+    """`int_arg`, from query parameters `args`; not an integer: 422."""
+    value = args.get(name)
     if value is None or value == "":
         return default
     try:

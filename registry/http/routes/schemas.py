@@ -1,12 +1,17 @@
 """`/schemas/...`: schemas by id, listing them, and the schema types served."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, request
 
-from registry.http.bodies import flag, int_arg, json_response, raw_response, schema_body, schema_id, version_body
+from registry.http.bodies import (
+    flag, flag_in, int_arg, json_response, raw_response, schema_body, schema_id, version_body,
+)
 from registry.http.context import readable, service
+from registry.http.direct import DirectRequest
+from registry.service import RegistryService
 
 schema_routes = Blueprint("schemas", __name__)
 
@@ -31,16 +36,28 @@ def schema_types() -> Any:
 
 @schema_routes.get("/schemas/ids/<schema_id_text>")
 def get_schema(schema_id_text: str) -> Any:
-    registry = service()
-    stored, holder = registry.schema_by_id(schema_id(schema_id_text), request.args.get("subject"))
+    return json_response(schema_answer(service(), schema_id_text, request.args))
+
+
+def schema_answer(registry: RegistryService, schema_id_text: str, args: Mapping[str, str]) -> dict[str, Any]:
+    """The answer to reading a schema by id: Flask's view and the bridge's direct view
+    (a deserializer's `?subject=` read, which the id path does not take)."""
+    stored, holder = registry.schema_by_id(schema_id(schema_id_text), args.get("subject"))
     body = schema_body(stored, holder)
-    fmt = request.args.get("format")
+    fmt = args.get("format")
     if fmt:
         body["schema"] = registry.formatted(stored.schema_type, stored.schema, stored.references,
                                             holder.subject if holder else "", fmt)
-    if flag("fetchMaxId"):
+    if flag_in(args, "fetchMaxId"):
         body["maxId"] = registry.max_id(stored.context)
-    return json_response(body)
+    return body
+
+
+def _get_schema_direct(registry: RegistryService, request_: DirectRequest) -> dict[str, Any]:
+    return schema_answer(registry, request_.arguments["schema_id_text"], request_.args)
+
+
+DIRECT = {("GET", "schemas.get_schema"): _get_schema_direct}
 
 
 @schema_routes.get("/schemas/ids/<schema_id_text>/schema")

@@ -11,6 +11,7 @@ from registry.http.bodies import (
     flag,
     flag_in,
     int_arg,
+    int_arg_in,
     json_body,
     json_response,
     metadata,
@@ -67,9 +68,18 @@ def delete_subject(subject: str) -> Any:
 
 @subject_routes.get("/subjects/<subject:subject>/versions")
 def list_versions(subject: str) -> Any:
-    found = service().versions(subject, deleted=flag("deleted"), deleted_only=flag("deletedOnly"))
-    offset, limit = max(int_arg("offset", 0), 0), int_arg("limit", -1)
-    return json_response(found[offset:] if limit <= 0 else found[offset:offset + limit])
+    return json_response(versions_answer(service(), subject, request.args))
+
+
+def versions_answer(registry: RegistryService, subject: str, args: Mapping[str, str]) -> list[int]:
+    """The answer to listing a subject's versions: Flask's view and the direct view."""
+    found = registry.versions(subject, deleted=flag_in(args, "deleted"), deleted_only=flag_in(args, "deletedOnly"))
+    offset, limit = max(int_arg_in(args, "offset", 0), 0), int_arg_in(args, "limit", -1)
+    return found[offset:] if limit <= 0 else found[offset:offset + limit]
+
+
+def _list_versions_direct(registry: RegistryService, request_: DirectRequest) -> list[int]:
+    return versions_answer(registry, request_.arguments["subject"], request_.args)
 
 
 @subject_routes.post("/subjects/<subject:subject>/versions")
@@ -119,26 +129,23 @@ async def _register_direct_async(registry: RegistryService, request_: DirectRequ
                                        request_.mimetype, request_.body)
 
 
-# Requests the bridge answers without Flask (`registry.http.direct`), by method and the
-# endpoint of the route Flask's own URL map matched: registering, every producer's first
-# call for each schema, where Flask's request machinery cost a fifth of the registry's
-# CPU (issue 17).
-DIRECT = {("POST", "subjects.register"): _register_direct}
-# Of those, the ones with a twin on the event loop, taken when the service says so
-# (`DirectViews.loop_view_for`): a registration with group commit on waits for its batch
-# without a thread of its own (issue 17: the hand-offs between threads cost more than
-# the registration's own work).
-DIRECT_ON_LOOP = {("POST", "subjects.register"): _register_direct_async}
-
-
 @subject_routes.get("/subjects/<subject:subject>/versions/<version>")
 def get_version(subject: str, version: str) -> Any:
-    value = service().version(subject, version, deleted=flag("deleted"))
-    body = _version_body(value)
-    fmt = request.args.get("format")
+    return json_response(version_answer(service(), subject, version, request.args))
+
+
+def version_answer(registry: RegistryService, subject: str, version: str, args: Mapping[str, str]) -> dict[str, Any]:
+    """The answer to reading a version: Flask's view and the bridge's direct view."""
+    value = registry.version(subject, version, deleted=flag_in(args, "deleted"))
+    body = version_body(value, registry.cached_schema_in(value))
+    fmt = args.get("format")
     if fmt:
-        body["schema"] = service().formatted(value.schema_type, value.schema, value.references, subject, fmt)
-    return json_response(body)
+        body["schema"] = registry.formatted(value.schema_type, value.schema, value.references, subject, fmt)
+    return body
+
+
+def _get_version_direct(registry: RegistryService, request_: DirectRequest) -> dict[str, Any]:
+    return version_answer(registry, request_.arguments["subject"], request_.arguments["version"], request_.args)
 
 
 @subject_routes.post("/subjects/<subject:subject>/versions/<version>/tags")
@@ -189,3 +196,19 @@ def _compatibility(subject: str, version: str | None) -> Any:
     if verbose:
         body["messages"] = problems
     return json_response(body)
+
+
+# Requests the bridge answers without Flask (`registry.http.direct`), by method and the
+# endpoint of the route Flask's own URL map matched: registering, every producer's first
+# call for each schema, where Flask's request machinery cost a fifth of the registry's
+# CPU (issue 17).
+# Reading a version is every consumer's call with `use.latest.version` and every
+# tool's: spread over many subjects, few of its answers are kept ready (read_memo), and
+# Flask's machinery cost several times the read itself.
+DIRECT = {("POST", "subjects.register"): _register_direct, ("GET", "subjects.get_version"): _get_version_direct,
+          ("GET", "subjects.list_versions"): _list_versions_direct}
+# Of those, the ones with a twin on the event loop, taken when the service says so
+# (`DirectViews.loop_view_for`): a registration with group commit on waits for its batch
+# without a thread of its own (issue 17: the hand-offs between threads cost more than
+# the registration's own work).
+DIRECT_ON_LOOP = {("POST", "subjects.register"): _register_direct_async}
