@@ -147,3 +147,16 @@ def test_the_server_extra_holds_the_schema_types_requirements_without_a_self_ref
         "the server parses every schema type: its extra repeats schema-types', same ranges"
     assert PROJECT["name"] not in names(EXTRAS["server"]), \
         "tests/cluster/images.py downloads the server extra's list as is: no self-reference"
+
+
+def test_the_image_builds_the_wheel_apart_and_runs_it_as_a_user_from_the_lock() -> None:
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    stages = re.findall(r"^FROM (\S+)(?: AS (\S+))?$", dockerfile, re.M)
+    assert [name for _, name in stages][:2] == ["python", "builder"] and stages[-1][1] == "", \
+        f"a builder stage with the Rust toolchain, then the runtime without it: {stages}"
+    runtime = dockerfile.rsplit("\nFROM ", 1)[1]
+    assert "rustup" not in runtime and "COPY --from=builder /dist/" in runtime, "the runtime gets the wheel only"
+    assert "-c /opt/schema-registry/requirements.lock" in runtime, "the image installs the locked versions"
+    assert re.search(r"^USER registry$", runtime, re.M), "the node runs as a user, not root"
+    assert "HEALTHCHECK" in runtime and "/ready" in (ROOT / "docker" / "healthcheck.py").read_text(), \
+        "the health check asks /ready"
