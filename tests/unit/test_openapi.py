@@ -15,7 +15,8 @@ from registry.http.openapi import DOCS, describe, served_operations
 from tests.asgi_client import NodeClient
 
 ROOT = Path(__file__).resolve().parents[2]
-_READS = re.compile(r"""(?:(?:flag|int_arg|request\.args\.get|request\.args\.getlist)\(|flag_in\(\s*\w+,)\s*["'](\w+)["']""")
+_READS = re.compile(r"""(?:(?:flag|int_arg|request\.args\.get|request\.args\.getlist|args\.get)\(|"""
+                    r"""(?:flag_in|int_arg_in)\(\s*\w+,)\s*["'](\w+)["']""")
 _CALLS = re.compile(r"\b(_?[a-z]\w*)\(")
 
 
