@@ -140,12 +140,15 @@ test-python-%: .venv-%/.installed
 ## every direct dependency at its lowest allowed version) in .venv-lowest, and its unit tests
 LOWEST := .venv-lowest
 CLIENT_UNIT_TESTS := $(sort $(wildcard tests/unit/test_client*.py tests/unit/test_serde_*.py)) tests/unit/test_avro_native.py
+# What those tests use beyond the client side: pytest, confluent-kafka's own Protobuf
+# serializer to compare with (it imports google.type), the metrics' optional registry.
+LOWEST_TEST_TOOLS := 'pytest>=9.2.0' 'hypothesis>=6.170.17' 'googleapis-common-protos>=1.76.0' 'prometheus-client>=0.26.0'
 test-lowest: $(TEST_STAMP)
 	test -x $(LOWEST)/bin/python || $(BIN)/uv venv --quiet --python $(BIN)/python $(LOWEST)
 	echo '*' > $(LOWEST)/.gitignore
 	CARGO_TARGET_DIR=$(CURDIR)/$(LOWEST)/cargo-target $(BIN)/uv pip install --quiet --python $(LOWEST)/bin/python \
 	  --resolution lowest-direct --reinstall-package schema-registry-py \
-	  --editable '.[schema-types]' 'pytest>=9.2.0' 'hypothesis>=6.170.17'
+	  --editable '.[schema-types]' $(LOWEST_TEST_TOOLS)
 	$(LOWEST)/bin/python -m pytest $(CLIENT_UNIT_TESTS) -q -p no:cacheprovider
 
 test: test-pythons test-lowest
