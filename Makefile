@@ -252,4 +252,5 @@ bench-spark: $(TEST_STAMP) bytecode jvm infra-fetch
 	$(BIN)/python bench/spark_decode.py
 
 clean: docker-engine-stop
-	rm -rf $(VENV) data .infra *.egg-info
+	rm -rf $(VENV) $(EXTRA_PYTHONS:%=.venv-%) $(LOWEST) dist data .infra *.egg-info
+	rm -f store/_replay_native*.so registry/serde/_avro_native*.so
