@@ -159,13 +159,14 @@ lock: $(TEST_STAMP)
 	$(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 \
 	  --extra server --extra admin --extra spark --extra test $(if $(UPGRADE),--upgrade) --quiet -o $(LOCK)
 
+TWINE_VERSION := 7.0.0
 ## dist: the sdist and the wheel (cp311-abi3: the Rust extensions and registry.spark's jar in
 ## it) into dist/, the wheel built from the sdist as pip would, then `twine check`
 dist: $(TEST_STAMP)
 	rm -rf dist
 	SPARK_HOME="$$($(BIN)/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \
 	  $(BIN)/python -m build --outdir dist .
-	$(BIN)/twine check --strict dist/*.whl dist/*.tar.gz
+	$(BIN)/uv tool run --quiet --from 'twine==$(TWINE_VERSION)' twine check --strict dist/*.whl dist/*.tar.gz
 	echo '*' > dist/.gitignore
 
 ## interop-deps: the real clients tests/interop runs, from their registries: npm ci of

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
 SUPPORTED = ("3.11", "3.12", "3.13")
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+TWINE_VERSION = re.search(r"^TWINE_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 # Cargo's work kept between sessions: a second session compiles nothing new.
 CARGO_TARGET = ROOT / ".venv" / "cargo-target-wheel"
 
@@ -86,7 +88,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert built.returncode == 0, f"the sdist and wheel build:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     wheels = list(out.glob("*.whl"))
     assert len(wheels) == 1 and len(list(out.glob("*.tar.gz"))) == 1, f"one sdist, one wheel: {list(out.iterdir())}"
-    checked = run([sys.executable, "-m", "twine", "check", "--strict", *map(str, out.iterdir())], out, 120)
+    # twine in a venv of its own, as `make dist` runs it (the Makefile pins its version).
+    checked = run([UV, "tool", "run", "--quiet", "--from", f"twine=={TWINE_VERSION}", "twine", "check", "--strict",
+                   *map(str, out.iterdir())], out, 300)
     assert checked.returncode == 0, f"twine check passes:\n{checked.stdout}{checked.stderr}"
     return wheels[0]
 
