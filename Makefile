@@ -128,12 +128,14 @@ test-pythons: $(EXTRA_PYTHONS:%=.venv-%/.installed)
 test-python-%: .venv-%/.installed
 	.venv-$*/bin/python -m pytest tests/unit $(CLIENT_SUITES) -q -p no:cacheprovider
 
-# A venv of its own, with a `*` .gitignore inside as Python 3.13's venv writes one.
-.venv-%/.installed: pyproject.toml setup.py $(LOCK) $(NATIVE_SOURCES)
+# A venv of its own (uv's: its downloads run in parallel, a cold CI saves minutes), with a
+# `*` .gitignore inside as Python 3.13's venv writes one. Cargo's target folder is shared
+# with $(VENV)'s: only pyo3 and our crates are rebuilt for another interpreter.
+.venv-%/.installed: pyproject.toml setup.py $(LOCK) $(NATIVE_SOURCES) | $(TEST_STAMP)
 	@test -n "$(call python_for,$*)" || { echo "make test-pythons: no Python $* (pyenv install $*)"; exit 1; }
-	test -x .venv-$*/bin/python || $(call python_for,$*) -m venv .venv-$*
+	test -x .venv-$*/bin/python || $(BIN)/uv venv --quiet --seed --python $(call python_for,$*) .venv-$*
 	echo '*' > .venv-$*/.gitignore
-	CARGO_TARGET_DIR=$(CURDIR)/.venv-$*/cargo-target .venv-$*/bin/pip install --quiet -c $(LOCK) -e '.[server,test]'
+	$(BIN)/uv pip install --quiet --python .venv-$*/bin/python --compile-bytecode -c $(LOCK) -e '.[server,test]'
 	touch $@
 
 ## test-lowest: the client side installed at pyproject's lower bounds (uv's lowest-direct:
