@@ -141,7 +141,7 @@ test-python-%: .venv-%/.installed
 ## test-lowest: the client side installed at pyproject's lower bounds (uv's lowest-direct:
 ## every direct dependency at its lowest allowed version) in .venv-lowest, and its unit tests
 LOWEST := .venv-lowest
-CLIENT_UNIT_TESTS := $(sort $(wildcard tests/unit/test_client*.py tests/unit/test_serde_*.py)) tests/unit/test_avro_native.py
+CLIENT_UNIT_TESTS := tests/unit/registry/client tests/unit/registry/serde tests/unit/test_client_side_imports.py
 # What those tests use beyond the client side: pytest, confluent-kafka's own Protobuf
 # serializer to compare with (it imports google.type), the metrics' optional registry.
 LOWEST_TEST_TOOLS := 'pytest>=9.2.0' 'hypothesis>=6.170.17' 'googleapis-common-protos>=1.76.0' 'prometheus-client>=0.26.0'

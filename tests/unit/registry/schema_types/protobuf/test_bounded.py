@@ -30,6 +30,7 @@ from registry.schema_types.protobuf.compiler import CompileError, ProtocPool
 from registry.service import NewSchema, RegisterRequest
 from registry.settings import load_settings
 from store.memory_log import MemoryLog
+from tests.unit.polling import wait_until
 
 
 def nested_fan_out(depth: int, fan_out: int, leaf_extra: str = "") -> str:
@@ -214,10 +215,7 @@ def test_a_worker_killed_mid_compile_leaves_nothing_in_dev_shm(scratch, monkeypa
     thread = threading.Thread(target=compile_slowly)
     try:
         thread.start()
-        deadline = time.monotonic() + 10
-        while not busy and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert busy, "the compile started"
+        wait_until(lambda: busy, "the compile started")
         assert listing(scratch), "a live worker has its scratch directory"
         os.kill(busy[0].process.pid, signal.SIGKILL)
         thread.join(10)
@@ -253,7 +251,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def run_killed_server(scratch: Path, kill_worker: bool) -> None:
     """A process that compiles once, then is killed with -9 (its worker first, if asked)."""
-    code = SERVER.format(root=str(Path(__file__).parents[2]), scratch=str(scratch),
+    code = SERVER.format(root=str(Path(__file__).resolve().parents[5]), scratch=str(scratch),
                          kill_worker=kill_worker)
     server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = server.communicate(timeout=60)
@@ -263,10 +261,7 @@ def run_killed_server(scratch: Path, kill_worker: bool) -> None:
 def test_a_killed_server_leaves_nothing_in_dev_shm(scratch):
     """kill -9 of the server: its worker reads the end of its input and cleans up."""
     run_killed_server(scratch, kill_worker=False)
-    deadline = time.monotonic() + 10
-    while listing(scratch) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert listing(scratch) == set(), "the orphaned worker removes its scratch directory"
+    wait_until(lambda: listing(scratch) == set(), "the orphaned worker removes its scratch directory")
 
 
 def test_what_a_server_and_worker_both_killed_leave_is_swept_by_the_next_pool(scratch):

@@ -20,6 +20,7 @@ from store.log import LogUnavailable
 from store.memory_log import MemoryLog
 from store.reader import LogReader
 from store.records import LogRecord, SchemaKey, SchemaValue, encode_key, encode_value
+from tests.unit.polling import wait_until
 
 
 def schema(name: str) -> str:
@@ -87,18 +88,14 @@ def test_without_restating_compaction_would_lose_the_valid_record():
 
 
 def test_an_idle_leader_restates_dropped_records_without_any_write():
-    import time
-
     log = MemoryLog()
     node = build_node(load_settings(environ={}), log)  # a single node: the static elector leads
     try:
         assert node.writer.wait_ready(5)
         valid = node.service.register("s", RegisterRequest(NewSchema(schema("Valid"))))
         zombie_append(log, SchemaKey("s", valid.version), SchemaValue("s", valid.version, 999, schema("Zombie")))
-        deadline = time.monotonic() + 5
-        while node.reader.misplaced_latest or node.reader.next_offset < log.end_offset():
-            assert time.monotonic() < deadline, "an idle leader must re-state the key within seconds"
-            time.sleep(0.05)
+        wait_until(lambda: not node.reader.misplaced_latest and node.reader.next_offset >= log.end_offset(),
+                   "an idle leader re-states the key", timeout=5)
         log.compact()
         assert replay(log).version("s", valid.version).id == valid.id
     finally:
@@ -143,10 +140,7 @@ def test_a_new_leaders_fence_keeps_the_id_watermark_through_compaction():
     successor = build_node(load_settings(environ={}), log)  # takes office: appends its own fence
     try:
         assert successor.writer.wait_ready(5)
-        deadline = time.monotonic() + 5
-        while not successor.writer.in_office():
-            assert time.monotonic() < deadline, "the static node must take office"
-            time.sleep(0.01)
+        wait_until(successor.writer.in_office, "the static node takes office", timeout=5)
         assert successor.writer.latest_fence().max_id == gone.id, "the new fence must carry the watermark"
     finally:
         successor.close()

@@ -78,7 +78,7 @@ def test_cpython_starts_no_full_collection_once_started_and_gets_its_schedule_ba
             garbage = [[j] for _ in range(40) for j in range(5_000)]  # young collections by the dozen
             del garbage
             make_due(collections)
-            time.sleep(0.3)
+            time.sleep(0.3)  # not a wait for something: time in which CPython must start none
         assert gc.get_count()[2] > saved[2], "full collections fell due"
         assert full_collections == [], "and CPython started none of them"
     finally:

@@ -163,13 +163,15 @@ def test_a_reader_that_reads_back_only_records_its_writer_applied_rests_until_a_
     reader.start()
     try:
         assert until(lambda: len(log.read_from) == 1)
+        # Not only a wait for something: besides the rest below, no second read may come,
+        # and a reader that failed to rest would have read again within 0.1 s.
         time.sleep(0.1)
         if stops_fetching:
             assert log.rests == 1, "it read back only what the writer applied: it stops the fetching"
         reads = len(log.read_from)
         assert reads == 1, "one read brought back what the writer applied; then the thread rests"
         log.append(*schema_record("c", 3))  # someone else's, which nobody waits for yet
-        time.sleep(0.3)
+        time.sleep(0.3)  # not a wait for something: no read may come while it rests
         assert len(log.read_from) == reads and reader.next_offset == 2, "resting, it does not read"
         assert reader.wait_until(3, 5), "a waiter for a record not applied ends the rest at once"
         assert cache.subjects() == ["a", "b", "c"]

@@ -3,14 +3,14 @@ and 11)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from registry.http.security.passwords import users_file_line
 from tests.asgi_client import NodeClient
-from tests.unit.test_request_guarantees import basic
+from tests.unit.polling import wait_until
+from tests.unit.registry.http.test_request_guarantees import basic
 
 RECORD = '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'
 
@@ -38,10 +38,7 @@ def test_a_registration_refused_as_an_import_is_audited_as_an_import(tmp_path: P
         answer = client.post("/subjects/team-a.x/versions", {"schema": RECORD, "id": 77},
                              headers=basic("alice", "a-pw"))
         assert answer.status == 403, answer.body
-        deadline = time.monotonic() + 10
-        while not (audit.exists() and audit.read_text().strip()):
-            assert time.monotonic() < deadline, "no audit line"
-            time.sleep(0.05)
+        wait_until(lambda: audit.exists() and audit.read_text().strip(), "the refusal is audited")
         event = json.loads(audit.read_text().splitlines()[-1])
         assert (event["operation"], event["result"], event["principal"]) == ("import", "denied", "alice"), event
 

@@ -156,7 +156,9 @@ def test_a_write_during_an_election_waits_for_its_outcome(log, members):
 
     writer_thread = threading.Thread(target=write)
     writer_thread.start()
-    time.sleep(0.2)  # the write is waiting: no leader yet (checked just below)
+    # Not a wait for something: the write must still be waiting, with no leader known,
+    # 0.2 s after it began.
+    time.sleep(0.2)
     assert not done.is_set(), "a write must wait while no leader is known"
     node.writer.take_office("http://a:8081")
     node.election.leader = True
@@ -228,14 +230,16 @@ def test_a_write_queued_behind_a_stuck_one_gives_up_within_its_own_timeout(log, 
     node = member(members, log, timeout=0.5)
     node.writer.take_office("http://a:8081")
     release = threading.Event()
+    holding = threading.Event()
 
     def stuck_plan():
+        holding.set()
         release.wait(5)  # holds the write lock, as a write waiting on an unreachable log would
         return [], None
 
     stuck = threading.Thread(target=lambda: node.writer.write(stuck_plan))
     stuck.start()
-    time.sleep(0.1)  # the stuck write holds the lock now (it is released only by the test)
+    assert holding.wait(5), "the stuck write holds the lock (it is released only by the test)"
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout):

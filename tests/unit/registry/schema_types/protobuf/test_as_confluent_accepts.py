@@ -83,7 +83,7 @@ def test_bundled_google_types_are_googleapis_common_protos_files():
 
 
 def test_the_bundled_files_are_package_data():
-    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    project = tomllib.loads((Path(__file__).resolve().parents[5] / "pyproject.toml").read_text())
     globs = project["tool"]["setuptools"]["package-data"]["registry.schema_types.protobuf"]
     package = GOOGLE_TYPES.parents[2]
     shipped = {p for pattern in globs for p in package.glob(pattern)}

@@ -37,7 +37,8 @@ def test_a_compatibility_check_that_outlasts_the_timeout_is_a_422_and_writes_not
     real = JsonSchema.read_errors
 
     def slow(self: JsonSchema, writer: ParsedSchema) -> list[str]:
-        time.sleep(TIMEOUT_MS / 1000 + 0.2)  # a check that takes longer than the request may
+        # The point of the test, not a wait: a check that takes longer than the request may.
+        time.sleep(TIMEOUT_MS / 1000 + 0.2)
         return real(self, writer)
 
     monkeypatch.setattr(JsonSchema, "read_errors", slow)

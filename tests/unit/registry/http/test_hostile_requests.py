@@ -253,12 +253,15 @@ def test_bodies_in_flight_share_a_memory_budget():
     with NodeClient(**{"max.inflight.request.bytes": "100000", "max.request.bytes": "80000"}) as client:
         sent: dict[int, dict] = {}
 
-        def receiver(first: bytes, rest: bytes, release: asyncio.Event):
+        def receiver(first: bytes, rest: bytes, release: asyncio.Event,
+                     waiting: asyncio.Event | None = None):
             messages = [first]
 
             async def receive():
                 if messages:
                     return {"type": "http.request", "body": messages.pop(), "more_body": True}
+                if waiting is not None:
+                    waiting.set()  # the app took the first chunk and asks for more
                 await release.wait()
                 return {"type": "http.request", "body": rest, "more_body": False}
             return receive
@@ -277,9 +280,11 @@ def test_bodies_in_flight_share_a_memory_budget():
                     "headers": [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")]}
 
         async def both():
-            release = asyncio.Event()
-            first = asyncio.create_task(client.app(scope(), receiver(b"x" * 60000, b"", release), sender(1)))
-            await asyncio.sleep(0.05)  # the first body holds 60,000 bytes of the budget now
+            release, waiting = asyncio.Event(), asyncio.Event()
+            first = asyncio.create_task(
+                client.app(scope(), receiver(b"x" * 60000, b"", release, waiting), sender(1)))
+            # the first body holds 60,000 bytes of the budget once the app asks for more
+            await asyncio.wait_for(waiting.wait(), 10)
             await client.app(scope(), receiver(b"y" * 60000, b"", asyncio.Event()), sender(2))
             release.set()
             await first

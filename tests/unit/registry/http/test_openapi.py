@@ -14,7 +14,7 @@ from registry.http.app import _routed_app, route_map
 from registry.http.openapi import DOCS, describe, served_operations
 from tests.asgi_client import NodeClient
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 _READS = re.compile(r"""(?:(?:flag|int_arg|request\.args\.get|request\.args\.getlist|args\.get)\(|"""
                     r"""(?:flag_in|int_arg_in)\(\s*\w+,)\s*["'](\w+)["']""")
 _CALLS = re.compile(r"\b(_?[a-z]\w*)\(")
