@@ -31,7 +31,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -280,6 +280,20 @@ class AsgiBridge:
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any, held: list[int],
                      exchange: _Exchange) -> None:
+        """Every request the listener did not answer at once, through the same steps in
+        the same order: each guarantee is a step, and an answer kept ready is one too,
+        taken only once every guarantee before it has run."""
+        request = self._within_limits(scope)
+        self._routed_to(request, exchange)
+        await self._admitted(request, receive, held, exchange)
+        if await self._kept_answer(request, send, exchange):
+            return
+        await self._viewed(request, send, exchange)
+
+    def _within_limits(self, scope: dict[str, Any]) -> _Request:
+        """Step 1, limits: the target's and the headers' size, a target naming a path,
+        the one spelling of that path, and what a `/contexts/{context}/` path stands for.
+        Raises _Refused."""
         received = time.monotonic()
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
         query: bytes = scope["query_string"]
@@ -315,114 +329,130 @@ class AsgiBridge:
             if rewritten is not None:
                 path, query = rewritten
                 scope = {**scope, "query_string": query}
-        # The route: what authorization decides on, the audit names, and Flask runs.
-        fast_id = (self._fast_path.schema_id(method, path, query, scope["headers"])
-                   if path.startswith(fast_path_module.PREFIX) else None)
-        guard = self._door.guard
-        if fast_id is not None:
+        return _Request(scope, method, path, query, facts, signed_uri, received)
+
+    def _routed_to(self, request: _Request, exchange: _Exchange) -> None:
+        """Step 2, the route: what authorization decides on, the audit names and the
+        view answers (matched here where authorization or the audit needs it, else on
+        the way to the view)."""
+        method, path = request.method, request.path
+        if path.startswith(fast_path_module.PREFIX):
+            request.fast_id = self._fast_path.schema_id(method, path, request.query, request.scope["headers"])
+        if request.fast_id is not None:
             exchange.endpoint = fast_path_module.ENDPOINT
-            if guard is not None or self._door.audit is not None:
-                exchange.route = Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: fast_id})
+            if self._door.guard is not None or self._door.audit is not None:
+                exchange.route = Route(fast_path_module.ENDPOINT, {fast_path_module.ARGUMENT: request.fast_id})
         elif self._routed:
             assert self._door.router is not None
-            exchange.route = route = self._door.router.match(method, path)
-            if route is not None:
-                exchange.endpoint = route.endpoint
-        # A change a browser sends on another site's behalf.
+            self._route(exchange, self._door.router, method, path)
+
+    async def _admitted(self, request: _Request, receive: Any, held: list[int], exchange: _Exchange) -> None:
+        """Step 3, authentication and authorization, whole before anything is answered:
+        a change a browser sends for another site is refused; then the head (a caller
+        who may not write cannot make the node buffer a body), the body within its
+        limits, and what only the body can tell (a forwarded identity's signature covers
+        it; references name subjects to read). Leaves the body on `request`. Raises
+        _Refused."""
+        scope, method = request.scope, request.method
         refusal = self._cross_site.refusal(method, scope.get("scheme", "http"), scope["headers"])
         if refusal is not None:
             raise _Refused(403, refusal, "cross_site", 40301)
-        # Authentication and authorization, one step, whole before anything is answered:
-        # the head first (a caller who may not write cannot make the node buffer a body),
-        # then what only the body can tell (a forwarded identity's signature covers it).
+        guard = self._door.guard
         if guard is not None:
             try:
-                exchange.access = await guard.admit(scope, method, path, exchange.route)
+                exchange.access = await guard.admit(scope, method, request.path, exchange.route)
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None
         # HTTP/1.x frames a body by its head (RFC 9112 6.3): without Content-Length or
         # Transfer-Encoding, or with a length of 0, there is none to ask for (nor a
         # coroutine to start for it: most reads).
+        facts = request.facts
         http1 = scope.get("http_version", "1.1").startswith("1")
-        if http1 and (not facts.framed or facts.length == 0):
-            request_body = b""
-        else:
-            request_body = await self._read_body(receive, held, facts, http1)
+        if not (http1 and (not facts.framed or facts.length == 0)):
+            request.body = await self._read_body(receive, held, facts, http1)
         if guard is not None:
             assert exchange.access is not None
             try:
-                if len(request_body) > _MAX_LOOP_PARSE:  # the body is parsed: not on the loop
+                if len(request.body) > _MAX_LOOP_PARSE:  # the body is parsed: not on the loop
                     await asyncio.get_running_loop().run_in_executor(
-                        self._pool, guard.admit_body, exchange.access, method, signed_uri, request_body)
+                        self._pool, guard.admit_body, exchange.access, method, request.signed_uri, request.body)
                 else:
-                    guard.admit_body(exchange.access, method, signed_uri, request_body)
+                    guard.admit_body(exchange.access, method, request.signed_uri, request.body)
             except Denied as denied:
                 exchange.denied = denied
                 raise _refusal(denied) from None
-        # Answers kept ready, for a request admitted whole: the id path's, then the memo's.
-        if fast_id is not None and await self._answer_fast(fast_id, send, exchange):
-            return
-        memo, memo_key, position = self._memo, None, None
-        router = self._door.router
-        # Routed here unless `_serve` routed already (`_routed`) or has no router.
-        unrouted = exchange.route is None and not self._routed and router is not None
-        if method == "POST" and unrouted:
-            assert router is not None
+
+    async def _kept_answer(self, request: _Request, send: Any, exchange: _Exchange) -> bool:
+        """Step 4, answers kept ready, for a request admitted whole: the id path's, then
+        the read memo's (keyed by what the caller may see). True when one answered;
+        else notes where the view's answer will be kept."""
+        if request.fast_id is not None and await self._answer_fast(request.fast_id, send, exchange):
+            return True
+        memo, router, method = self._memo, self._door.router, request.method
+        if method == "POST" and exchange.route is None and router is not None:
             # A POST's answer is kept only for a lookup: routed first, a registration
             # (every producer's first call for each schema) skips the memo.
-            self._route(exchange, router, method, path)
-            unrouted = False
-        if memo is not None and method in read_memo.METHODS and (
-                method != "POST" or router is None
-                or (exchange.route is not None and exchange.route.endpoint in read_memo.HOT)):
-            content_type = facts.negotiated()
-            if content_type is not None:
-                memo_key = memo.key(method, path, query, request_body, content_type,
+            self._route(exchange, router, method, request.path)
+        if memo is None or method not in read_memo.METHODS or (
+                method == "POST" and router is not None
+                and (exchange.route is None or exchange.route.endpoint not in read_memo.HOT)):
+            return False
+        content_type = request.facts.negotiated()
+        if content_type is None:
+            return False  # 406, which the view answers
+        guard = self._door.guard
+        request.memo_key = memo.key(method, request.path, request.query, request.body, content_type,
                                     guard.viewer(exchange.access) if guard is not None else None)
-                kept = memo.get(memo_key)
-                if kept is not None:
-                    exchange.status, exchange.endpoint = 200, kept.endpoint
-                    await send({"type": "http.response.start", "status": 200, "headers": kept.headers})
-                    await send({"type": "http.response.body", "body": kept.body})
-                    return
-                position = memo.position()
-        if unrouted:
-            assert router is not None
+        kept = memo.get(request.memo_key)
+        if kept is not None:
+            exchange.status, exchange.endpoint = 200, kept.endpoint
+            await send({"type": "http.response.start", "status": 200, "headers": kept.headers})
+            await send({"type": "http.response.body", "body": kept.body})
+            return True
+        request.position = memo.position()
+        return False
+
+    async def _viewed(self, request: _Request, send: Any, exchange: _Exchange) -> None:
+        """Step 5, the view: the direct view of the route where it has one (reads here,
+        writes on the pool), else Flask's; a write this node may not append goes to
+        Flask's one handler of "not the writer", which forwards it to the leader."""
+        method, path, query, scope = request.method, request.path, request.query, request.scope
+        router = self._door.router
+        if exchange.route is None and router is not None and not self._routed:
             self._route(exchange, router, method, path)
         route = exchange.route
         direct = self._direct
         to_leader = False
         if direct is not None and route is not None and (view := direct.view_for(method, route.endpoint)) is not None:
-            content_type = facts.negotiated()  # None: 406, which Flask answers
+            content_type = request.facts.negotiated()  # None: 406, which Flask answers
             try:
                 if content_type is None:
                     answer = None
-                elif (on_loop := direct.loop_view_for(method, route.endpoint, request_body)) is not None:
+                elif (on_loop := direct.loop_view_for(method, route.endpoint, request.body)) is not None:
                     # A registration with group commit: parsed on a thread, then waiting for
                     # its batch without one (each hand-off costs tens of microseconds).
                     answer = await direct.answer_on_loop(on_loop, route.arguments, method, path, query,
-                                                         scope["headers"], request_body, received, content_type)
+                                                         scope["headers"], request.body, request.received,
+                                                         content_type)
                 elif method in _NEVER_BLOCK and not _formats(query):
                     # A read: the in-memory cache only, here (a hand-off costs more).
                     answer = direct.answer(view, route.arguments, method, path, query, scope["headers"],
-                                           request_body, received, content_type)
+                                           request.body, request.received, content_type)
                 else:
                     answer = await asyncio.get_running_loop().run_in_executor(
                         self._pool, direct.answer, view, route.arguments, method, path, query, scope["headers"],
-                        request_body, received, content_type)
+                        request.body, request.received, content_type)
             except NotWriter:
                 answer, to_leader = None, True
             if answer is not None:
                 exchange.status = answer[0]
-                if answer[0] == 200 and position is not None and memo_key is not None:
-                    assert memo is not None
-                    memo.keep(memo_key, position, route.endpoint, answer[1], answer[2])
+                self._keep(request, route.endpoint, answer[0], answer[1], answer[2])
                 await send({"type": "http.response.start", "status": answer[0], "headers": answer[1]})
                 await send({"type": "http.response.body", "body": answer[2]})
                 return
-        environ = self._environ(scope, path, request_body)
-        environ[RECEIVED] = received
+        environ = self._environ(scope, path, request.body)
+        environ[RECEIVED] = request.received
         if to_leader:
             environ[TO_LEADER] = True
         if exchange.access is not None:
@@ -439,11 +469,16 @@ class AsgiBridge:
                 self._pool, self._call_wsgi, environ)
         exchange.status = status
         exchange.endpoint = environ.get(ENDPOINT_KEY) or exchange.endpoint
-        if status == 200 and position is not None and memo_key is not None:
-            assert memo is not None
-            memo.keep(memo_key, position, exchange.endpoint, headers, response_body)
+        self._keep(request, exchange.endpoint, status, headers, response_body)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": response_body})
+
+    def _keep(self, request: _Request, endpoint: str, status: int, headers: list[tuple[bytes, bytes]],
+              body: bytes) -> None:
+        """Keep a view's 200 answer in the read memo, where step 4 said it may be kept."""
+        if status == 200 and request.position is not None and request.memo_key is not None:
+            assert self._memo is not None
+            self._memo.keep(request.memo_key, request.position, endpoint, headers, body)
 
     @staticmethod
     def _route(exchange: _Exchange, router: Router, method: str, path: str) -> None:
@@ -629,6 +664,27 @@ async def _send_error(send: Any, status: int, message: str, error_code: int,
     await send({"type": "http.response.start", "status": status,
                 "headers": _FAST_HEADERS + [(b"content-length", str(len(body)).encode())] + headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class _Request:
+    """A request on its way through `_serve`'s steps: what each step found of it."""
+
+    __slots__ = ("scope", "method", "path", "query", "facts", "signed_uri", "received", "body", "fast_id",
+                 "memo_key", "position")
+
+    def __init__(self, scope: dict[str, Any], method: str, path: str, query: bytes, facts: _HeaderFacts,
+                 signed_uri: str, received: float) -> None:
+        self.scope = scope  # with the query a `/contexts/` path stands for
+        self.method = method
+        self.path = path  # the path as routed: one spelling, the qualified one under `/contexts/`
+        self.query = query
+        self.facts = facts
+        self.signed_uri = signed_uri  # the target as it came, which a forwarded identity signs
+        self.received = received  # when it came in (time.monotonic()): a write's timeout counts from then
+        self.body = b""
+        self.fast_id: str | None = None  # the id's digits, where the id path may answer it
+        self.memo_key: Hashable | None = None  # where the view's answer is kept (step 4)
+        self.position: int | None = None  # the log position it is kept at
 
 
 class _HeaderFacts:
