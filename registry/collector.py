@@ -23,7 +23,7 @@ process never idles. What this moves is when the pauses come, not their length: 
 load that never lets up, one full collection every `max_delay`, as long as CPython's
 would have been then (each traverses what the process made since start-up). Cyclic
 garbage old enough to need a full collection waits that much longer for it; the hot
-calls make none (tests/unit/test_cyclic_garbage.py).
+calls make none (tests/unit/registry/test_cyclic_garbage.py).
 """
 from __future__ import annotations
 

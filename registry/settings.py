@@ -496,7 +496,7 @@ def parse_properties(data: bytes, source: str = "properties") -> dict[str, str]:
     same in any encoding; raw UTF-8 bytes read as Java reads them (``é`` as ``Ã©``),
     and no file fails to decode. Keys end at the first unescaped ``=``, ``:`` or
     whitespace; ``#``/``!`` lines are comments; a line ending in an odd number of
-    backslashes continues; the last of duplicate keys wins (tests/unit/test_settings.py
+    backslashes continues; the last of duplicate keys wins (tests/unit/registry/test_settings.py
     holds Java's own answers).
 
     Raises ConfigError, naming ``source``, on a malformed ``\\uXXXX`` escape (Java

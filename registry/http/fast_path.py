@@ -32,7 +32,7 @@ _CONTENT_TYPE = (b"content-type", V1_JSON.encode())
 _ZERO = ord("0")
 MAX_HELD_BYTES = 16 * 1024 * 1024  # of answer bodies kept (twice with `_answers`' keys and tuples)
 # The Flask endpoint (and route argument) serving the same request: what the fast path
-# is, for authorization, metrics and the audit (tests/unit/test_api_fast_path.py).
+# is, for authorization, metrics and the audit (tests/unit/registry/http/test_api_fast_path.py).
 ENDPOINT = "schemas.get_schema"
 ARGUMENT = "schema_id_text"
 # Per id: the stored schema the answer was built from, the body, the response headers

@@ -5,7 +5,7 @@
 Paths, methods and path parameters come from Flask's URL map itself, so the
 description cannot name a route we do not serve or miss one we do. What the map
 cannot know (a summary, the query parameters a view reads, the bodies it takes and
-answers) is declared per endpoint in `DOCS`; tests/unit/test_openapi.py checks that
+answers) is declared per endpoint in `DOCS`; tests/unit/registry/http/test_openapi.py checks that
 every route has an entry, that each entry's query parameters are exactly the ones its
 view reads, and that docs/openapi.json is this function's output
 (`schema-registry openapi > docs/openapi.json` writes it again).
@@ -290,7 +290,7 @@ def describe(url_map: Map) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for template, method, endpoint in sorted(served_operations(url_map)):
         doc = DOCS.get((endpoint, method))
-        if doc is None:  # tests/unit/test_openapi.py fails on this: every route has its entry
+        if doc is None:  # tests/unit/registry/http/test_openapi.py fails on this: every route has its entry
             doc = Doc(f"{endpoint} (undocumented)", "Undocumented", {})
         paths.setdefault(template, {})[method.lower()] = _operation(template, method, endpoint, doc)
     return {

@@ -60,7 +60,7 @@ class _Shapes:
     paths of one shape take the same transitions, to the same rule. So the rule
     Werkzeug matched for one path of a shape is remembered for the shape, with where
     each argument sits, and another path of that shape is answered by converting its
-    own segments, as Werkzeug converts them. `tests/unit/test_routing.py` compares the
+    own segments, as Werkzeug converts them. `tests/unit/registry/http/test_routing.py` compares the
     two on generated paths."""
 
     def __init__(self, static_words: frozenset[str], slots: dict[int, _Slots]) -> None:

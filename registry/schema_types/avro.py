@@ -18,7 +18,7 @@ array defaults of the wrong shape; and it rejects schemas Avro Java accepts (a d
 with scale > precision, which Java ignores as an invalid logical type; an integer
 default on {"type": "double"}). Running it on the raw text would therefore both miss
 errors and reject valid schemas, and we must walk the tree anyway to build it. The
-tests in tests/unit/test_avro_schema.py record, case by case, what fastavro catches,
+tests in tests/unit/registry/schema_types/avro/test_schema.py record, case by case, what fastavro catches,
 so they show where our checks agree with it and which ones it misses.
 `AvroSchema.fastavro_schema()` hands an accepted schema to fastavro for encoding.
 """

@@ -183,7 +183,7 @@ _FLOATLESS = (str, int, bool)
 def _dump(writer: _Writer, root: Node) -> str:
     """The compact text of `root` as `writer` writes it: by orjson where it holds no
     float (a 10-field record's whole canonical text: 8-9 against 18 us), else by the
-    stdlib. The two write every string and integer alike (tests/unit/test_compact_json.py)
+    stdlib. The two write every string and integer alike (tests/unit/store/test_compact_json.py)
     and floats differently (`1e-07` against `1e-7`): the text is always the stdlib's."""
     form = writer.node(root, "")
     if not writer.floats:

@@ -1,7 +1,7 @@
 """Which operation each route performs, and on what: the declarative map authorization reads.
 
 One entry per (Flask endpoint, method). A route with no entry is denied to everyone
-(fail closed), and tests/unit/test_security_policy.py checks that every route the app
+(fail closed), and tests/unit/registry/http/test_every_answer_path.py checks that every route the app
 serves has one, so a new route cannot ship unguarded. HEAD is GET's; OPTIONS needs
 only an authenticated caller. To guard a new route, add its line here.
 """

@@ -10,7 +10,7 @@ under include/google/type/, unchanged from googleapis-common-protos 1.76.0 (Apac
 their licence headers kept). A copy rather than a dependency on that package: the
 server's dependencies (pyproject's schema-types and server extras) do not include it,
 and protoc needs the .proto text, which only its installed files hold.
-tests/unit/test_protobuf_as_confluent_accepts.py checks the copies against the package
+tests/unit/registry/schema_types/protobuf/test_as_confluent_accepts.py checks the copies against the package
 wherever it is installed (the test extra has it), so an upgrade shows a difference.
 Only the files Confluent bundles are here (not localized_text.proto): a schema importing
 another must register it as a reference, as with Confluent.
