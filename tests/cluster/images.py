@@ -9,9 +9,9 @@ Nothing comes from an image registry unless one answers:
   `make docker-engine` installs); it is tagged with the hash of that recipe;
 - Kafka and ZooKeeper are the Maven Central jars `make infra-fetch` already put in
   .infra/jars, on Debian's JRE (docker/kafka, docker/zookeeper);
-- the registry is docker/Dockerfile on `python:3.11-slim` where it can be pulled, else on
-  the Debian base with Debian's Python 3.11, its dependencies from a wheelhouse downloaded
-  on the host for the engine's platform (so pip in the build needs no network).
+- the registry is docker/Dockerfile, the image users get, on `python:3.11-slim` where it
+  can be pulled, else on the Debian base with Debian's Python 3.11, built as its own test
+  builds it (`tests/cluster/registry_image.py`: the lock's wheels, downloaded on the host).
 Each image's tag is the hash of its whole build context, Dockerfile and base image id: a
 second run builds nothing, and a changed input builds only what depends on it. The
 Debian package installs in the Dockerfiles (the JRE, Python) need Debian's mirror; the
@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import docker.errors
+
+from tests.cluster.registry_image import ImageBuildError as RegistryImageBuildError, build_registry_image
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = ROOT / "docker"
@@ -79,17 +77,15 @@ def build_images(client: docker.DockerClient, jars_dir: Path, log: Log = print) 
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     debian = debian_base(client, log)
     python = PUBLIC_PYTHON if _available(client, PUBLIC_PYTHON) else debian
-    arch = client.info().get("Architecture", "x86_64")
-    wheels = wheelhouse(arch, log)
     kafka = _build_from_folder(client, "kafka", debian, jars_dir / "kafka", log)
     zookeeper = _build_from_folder(client, "zookeeper", debian, jars_dir / "zookeeper", log)
-    registry_files = [("docker/Dockerfile", DOCKER_DIR / "Dockerfile"),
-                      ("pyproject.toml", ROOT / "pyproject.toml"), ("README.md", ROOT / "README.md")]
-    for package in ("registry", "store", "election"):
-        registry_files += _tree(ROOT / package, package)
-    registry_files += [(f"docker/wheels/{w.name}", w) for w in sorted((wheels / "runtime").glob("*.whl"))]
-    registry_files += [(f"docker/wheels/build/{w.name}", w) for w in sorted((wheels / "build").glob("*.whl"))]
-    registry = _build(client, "registry", python, registry_files, "docker/Dockerfile", log)
+    # The registry's image is the one users get (docker/Dockerfile: the wheel built with
+    # its compiled modules, the lock's versions): built the way its own test builds it.
+    log("images: the registry's image from docker/Dockerfile")
+    try:
+        registry = build_registry_image(client, python)
+    except RegistryImageBuildError as exc:
+        raise ImageBuildError(str(exc)) from exc
     return ClusterImages(kafka=kafka, zookeeper=zookeeper, registry=registry)
 
 
@@ -154,70 +150,6 @@ def _available(client: docker.DockerClient, ref: str) -> bool:
         return False
 
 
-# ---------------------------------------------------------------------------- wheels
-
-
-def wheelhouse(arch: str, log: Log) -> Path:
-    """The registry's dependencies (in runtime/), and what building it needs (in build/),
-    as Linux wheels for CPython 3.11 on `arch`, in a folder named by the hash of what was
-    asked for. Downloads with pip (blocks for it) only when that folder is not complete yet.
-    """
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    runtime = [*project["project"]["dependencies"],
-               *project["project"].get("optional-dependencies", {}).get("server", [])]
-    # Resolved apart: pip builds the project in an isolated environment of its own, so
-    # the build's pins need not agree with the runtime's (grpcio-tools wants a newer setuptools).
-    build = project["build-system"]["requires"]
-    # Binary wheels for the engine's Linux, whatever the host runs (a Mac, say).
-    platforms = [f"manylinux_2_{minor}_{arch}" for minor in range(17, 37)] + [f"manylinux2014_{arch}"]
-    folder = STATE_DIR / f"wheels-{_digest(json.dumps([runtime, build, platforms]).encode())}"
-    if (folder / ".complete").exists():
-        return folder
-    log(f"images: downloading the registry's dependencies into {folder}")
-    staging = Path(tempfile.mkdtemp(prefix="wheels-", dir=STATE_DIR))
-    for subfolder, wanted in (("runtime", runtime), ("build", build)):
-        try:
-            _download(staging / subfolder, list(wanted), platforms)
-        except ImageBuildError:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    (staging / ".complete").touch()
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
-    return folder
-
-
-_NO_WHEEL = re.compile(r"No matching distribution found for ([A-Za-z0-9._-]+)==([^\s;]+)")
-
-
-def _download(dest: Path, wanted: list[str], platforms: list[str]) -> None:
-    """Wheels of `wanted` and their dependencies for the engine's platform into `dest`.
-    pip only downloads for another platform with --only-binary, so a pin published as
-    a source distribution alone (pure-sasl) is built into a wheel here, once, and must
-    come out pure Python (any platform); then the rest is downloaded again without it."""
-    built: set[str] = set()
-    while True:
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(dest),
-                   "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-                   *(arg for platform in platforms for arg in ("--platform", platform)), *wanted]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode == 0:
-            return
-        missing = _NO_WHEEL.search(done.stdout + done.stderr)
-        pin = f"{missing.group(1)}=={missing.group(2)}" if missing else None
-        if pin is None or pin.lower() in built or pin not in wanted:
-            raise ImageBuildError(f"pip could not download the registry's wheels:\n{done.stdout}{done.stderr}")
-        before = set(dest.glob("*.whl"))
-        wheel = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
-                                str(dest), pin], capture_output=True, text=True)
-        made = set(dest.glob("*.whl")) - before
-        if wheel.returncode != 0 or not made or not all(w.name.endswith("-none-any.whl") for w in made):
-            raise ImageBuildError(f"{pin} has no wheel for the engine's platform and does not build into a "
-                                  f"pure-Python one:\n{wheel.stdout}{wheel.stderr}")
-        built.add(pin.lower())
-        wanted.remove(pin)
-
-
 # ---------------------------------------------------------------------------- builds
 
 
@@ -267,11 +199,6 @@ def _prune(client: docker.DockerClient, repository: str, keep: str, kept: int = 
             client.images.remove(image.id, noprune=False)
         except docker.errors.APIError:
             pass  # still used by a container: left for a later build
-
-
-def _tree(folder: Path, prefix: str) -> list[tuple[str, Path]]:
-    return [(f"{prefix}/{path.relative_to(folder).as_posix()}", path) for path in sorted(folder.rglob("*"))
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"]
 
 
 def _context(files: Iterable[tuple[str, Path]]) -> io.BytesIO:
