@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from store.deadlines import StoreTimeout, remaining
@@ -76,6 +77,13 @@ class _Flight:
         self.end += len(encoded)
 
 
+# Threads preparing writes at once (`write_prepared_async`): a Protobuf schema's waits
+# for a free compiler run on them, never on the loop; the writes themselves are batched.
+_PREPARERS = 4
+# What `_settled` answers for a write to be queued again once this node is in office.
+_AGAIN = object()
+
+
 class _Queued:
     """One write waiting for, or planned in, a batch. Fields change under the queue's
     condition only."""
@@ -121,6 +129,8 @@ class GroupCommit:
         self._resync = False  # a batch did not land in place: ask the log where it ends
         self._committer: threading.Thread | None = None  # runs the batches of event loops' writes
         self._closing = False
+        # Where `write_prepared_async` prepares plans (parses and checks): made with its first.
+        self._preparers: ThreadPoolExecutor | None = None
         self.batches = 0  # batches grouped writes were appended in (for tests and benches)
 
     def write_grouped(self, plan: GroupPlan[T]) -> T:
@@ -168,40 +178,108 @@ class GroupCommit:
                 return self._answer_as_follower(lambda: plan(PendingWrites()))
             future = loop.create_future()
             item = _Queued(plan, deadline, _Waker(loop, future))
+            self._enqueue(item)
+            outcome = await self._settled(item, future, deadline, loop)
+            if outcome is not _AGAIN:
+                return outcome  # type: ignore[return-value]
+
+    async def write_prepared_async(self, prepare: Callable[[], GroupPlan[T]]) -> T:
+        """`write_grouped_async` of the plan `prepare()` returns, `prepare` run on a thread
+        of the writer's own (what it does, parsing and checking, never runs on the loop), which
+        also queues the plan for the committer: the loop is woken once, when the write
+        settles, not also when `prepare` returns (each wake of a loop from another thread
+        is a system call and a turn of the loop; about 50 us of CPU a registration).
+        Raises what `prepare` raises, else as `write_grouped_async`."""
+        loop = asyncio.get_running_loop()
+        deadline = self._deadline()
+        future = loop.create_future()
+        waker = _Waker(loop, future)
+        # What the thread left: the item it queued, the plan a follower answers, or an error.
+        outcome: list[Any] = []
+
+        def prepare_and_queue() -> None:
+            try:
+                plan = prepare()
+                if self._election.leads_elsewhere():
+                    outcome.append(plan)
+                else:
+                    item = _Queued(plan, deadline, waker)
+                    outcome.append(item)  # before it is queued: the committer may settle it at once
+                    self._enqueue(item)
+                    return
+            except BaseException as exc:  # handed to the waiting coroutine, raised there
+                outcome[:] = [exc]
+            waker()
+
+        if self._preparers is None:
             with self._queue_changed:
-                if self._closing:
-                    raise StoreTimeout("the writer is closing")
-                self._queue.append(item)
-                if self._committer is None:
-                    self._committer = threading.Thread(target=self._commit, name="group-commit", daemon=True)
-                    self._committer.start()
-                self._queue_changed.notify_all()
+                if self._preparers is None:
+                    self._preparers = ThreadPoolExecutor(max_workers=_PREPARERS, thread_name_prefix="prepare")
+        self._preparers.submit(prepare_and_queue)
+        timer = loop.call_at(loop.time() + remaining(deadline), _wake, future)
+        try:
+            await future
+        finally:
+            timer.cancel()
+        if not outcome:
+            raise StoreTimeout("timed out before the write was checked")
+        first = outcome[0]
+        if isinstance(first, BaseException):
+            raise first
+        if not isinstance(first, _Queued):
+            return self._answer_as_follower(lambda: first(PendingWrites()))
+        settled = await self._settled(first, future, deadline, loop, waited=True)
+        if settled is not _AGAIN:
+            return settled  # type: ignore[return-value]
+        return await self.write_grouped_async(first.plan)
+
+    def _enqueue(self, item: _Queued) -> None:
+        """Queue `item` for the committer (from any thread). Raises StoreTimeout when the
+        writer is closing, or the item's deadline has passed (nobody waits for it)."""
+        with self._queue_changed:
+            if self._closing:
+                raise StoreTimeout("the writer is closing")
+            if remaining(item.deadline) <= 0:
+                raise StoreTimeout("timed out before the write was queued")
+            self._queue.append(item)
+            if self._committer is None:
+                self._committer = threading.Thread(target=self._commit, name="group-commit", daemon=True)
+                self._committer.start()
+            self._queue_changed.notify_all()
+
+    async def _settled(self, item: _Queued, future: asyncio.Future[None], deadline: float,
+                       loop: asyncio.AbstractEventLoop, waited: bool = False) -> Any:
+        """The result of a queued `item` once `future` is woken (by the committer, or the
+        deadline's timer; `waited`: the caller awaited it already), or `_AGAIN` when the
+        write must be queued again once this node is in office. Raises as `write`."""
+        if not waited:
             timer = loop.call_at(loop.time() + remaining(deadline), _wake, future)
             try:
                 await future
             finally:
                 timer.cancel()
-            if item.kind is None:
-                with self._queue_changed:
-                    if item.kind is None:  # the deadline came first
-                        if not item.taken:
-                            self._queue.remove(item)
-                            raise StoreTimeout("timed out waiting for the writes ahead of this one")
-                        raise StoreTimeout("timed out waiting for the write to be appended")
-            if item.kind == _DONE:
-                if item.applied_at is not None and self._reader.next_offset < item.applied_at:
-                    # Settled by a thread that does not wait for the apply (or the apply
-                    # came after the deadline): wait here, within it.
-                    if not await loop.run_in_executor(None, self._reader.wait_until, item.applied_at,
-                                                      remaining(deadline)):
-                        raise StoreTimeout("timed out waiting for the write to be applied")
-                if self._reader.misplaced_latest:
-                    await loop.run_in_executor(None, self._repair_within, deadline)
-                return item.result  # type: ignore[return-value]
-            if item.kind == _FAILED:
-                raise _taken_error(item)
-            if item.kind == _AWAIT_OFFICE:
-                await loop.run_in_executor(None, self._await_office, deadline)
+        if item.kind is None:
+            with self._queue_changed:
+                if item.kind is None:  # the deadline came first
+                    if not item.taken:
+                        self._queue.remove(item)
+                        raise StoreTimeout("timed out waiting for the writes ahead of this one")
+                    raise StoreTimeout("timed out waiting for the write to be appended")
+        if item.kind == _DONE:
+            if item.applied_at is not None and self._reader.next_offset < item.applied_at:
+                # Settled by a thread that does not wait for the apply (or the apply
+                # came after the deadline): wait here, within it.
+                if not await loop.run_in_executor(None, self._reader.wait_until, item.applied_at,
+                                                  remaining(deadline)):
+                    raise StoreTimeout("timed out waiting for the write to be applied")
+            if self._reader.misplaced_latest:
+                await loop.run_in_executor(None, self._repair_within, deadline)
+            return item.result
+        if item.kind == _FAILED:
+            raise _taken_error(item)
+        if item.kind == _AWAIT_OFFICE:
+            await loop.run_in_executor(None, self._await_office, deadline)
+        return _AGAIN
 
     def _commit(self) -> None:
         """The committer thread: run the queued writes' batches, land each, and wake
@@ -247,6 +325,8 @@ class GroupCommit:
         committer = self._committer
         if committer is not None and committer is not threading.current_thread():
             committer.join(timeout=5)
+        if self._preparers is not None:
+            self._preparers.shutdown(wait=False, cancel_futures=True)
 
     def _run_queued(self, item: _Queued) -> None:
         """Queue `item` and return once a batch has decided its fate (`item.kind`): run

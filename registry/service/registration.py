@@ -2,9 +2,9 @@
 new version (or found as one it has), with its id, its metadata and its rules."""
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from registry import errors
 from registry.compatibility import CompatibilityLevel, incompatibilities
@@ -83,14 +83,24 @@ class Registration(Reads, Settings):
         # weighs (a 1 KiB Protobuf schema can nest 12 fields 7 deep), and parsing may wait
         # for a free Protobuf compiler: never on the loop, whatever the size. One hand-off
         # to a thread for both; the loop only waits for the batch's append.
-        loop = asyncio.get_running_loop()
-        request, parsed, text, plan = await loop.run_in_executor(None, self._prepared_plan, subject, request)
+        # The thread that prepares the plan also queues it (`write_prepared_async`): the
+        # loop is woken once, when the write settles.
+        prepared: list[Any] = []
+
+        def first() -> Callable[[PendingWrites], tuple[list[tuple[Key, Value | None]], SchemaValue]]:
+            taken, parsed, text, plan = self._prepared_plan(subject, request)
+            prepared[:] = [taken, parsed, text]
+            return plan
+
+        def again() -> Callable[[PendingWrites], tuple[list[tuple[Key, Value | None]], SchemaValue]]:
+            return self._checked_registration(subject, *prepared)
+
+        prepare = first
         for _ in range(_REPLANS):
             try:
-                return await self._writer.write_grouped_async(plan)
+                return await self._writer.write_prepared_async(prepare)
             except _Replan:
-                plan = await loop.run_in_executor(None, self._checked_registration, subject, request, parsed,
-                                                  text)
+                prepare = again
         raise errors.StoreTimeout("Gave up registering: the subject kept changing under the check")
 
     def _prepared_plan(self, subject: str, request: RegisterRequest) -> tuple[

@@ -546,3 +546,29 @@ def test_a_landed_batch_is_applied_by_its_writer_without_waiting_for_the_reader(
         log.blind_from = None
         node.close()
         log.close()
+
+
+def test_a_write_prepared_on_a_thread_raises_its_errors_on_the_loop_and_nothing_is_written(log):
+    """`write_prepared_async`: the plan is made and queued on a thread of the writer's; an
+    error making it (a refused registration) comes out of the awaiting coroutine, and a
+    registration registered again answers from the cache without a second append."""
+    node = start(log)
+    log.gate.set()
+    try:
+        async def main() -> tuple[object, object, object]:
+            first = await node.service.register_async("s", RegisterRequest(NewSchema(schema("A"))))
+            again = await node.service.register_async("s", RegisterRequest(NewSchema(schema("A"))))
+            try:
+                await node.service.register_async("s", RegisterRequest(NewSchema("{not json")))
+            except Exception as exc:  # noqa: BLE001 (what the coroutine raised is the subject)
+                return first, again, exc
+            return first, again, None
+
+        first, again, refused = asyncio.run(main())
+        assert isinstance(first, SchemaValue) and again == first, "the same schema: the same version"
+        assert refused is not None and getattr(refused, "error_code", None) == 42201, repr(refused)
+        assert log.appends == [1], "one append: the repeat and the refusal write nothing"
+        preparers = [t for t in threading.enumerate() if t.name.startswith("prepare")]
+        assert preparers, "the plans were made on the writer's own threads"
+    finally:
+        node.close()
