@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from store.deadlines import StoreTimeout, remaining
+from store.deadlines import NoTimeLeft, StoreTimeout, remaining
 from store.log import LogConflict, LogUnavailable, RecordTooLarge
 from store.plans import WRITE_ATTEMPTS, GroupPlan, PendingWrites, PlanAlone, Restated, T
 from store.records import Key, Value
@@ -222,12 +222,20 @@ class GroupCommit:
         finally:
             timer.cancel()
         if not outcome:
-            raise StoreTimeout("timed out before the write was checked")
-        first = outcome[0]
+            # The checks spent the request's time: its fault, not the log's (nothing was
+            # queued; the thread, when it ends, queues nothing past the deadline).
+            raise NoTimeLeft("the checks took the request's whole timeout; nothing was written")
+        first = outcome.pop()
         if isinstance(first, BaseException):
-            raise first
+            # Raised with no reference left to it here or in the thread's list: its
+            # traceback holds this frame and the thread's, which would make a cycle.
+            try:
+                raise first
+            finally:
+                first = None
         if not isinstance(first, _Queued):
-            return self._answer_as_follower(lambda: first(PendingWrites()))
+            plan = first
+            return self._answer_as_follower(lambda: plan(PendingWrites()))
         settled = await self._settled(first, future, deadline, loop, waited=True)
         if settled is not _AGAIN:
             return settled  # type: ignore[return-value]
