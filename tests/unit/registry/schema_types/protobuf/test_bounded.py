@@ -33,6 +33,11 @@ from store.memory_log import MemoryLog
 from tests.unit.polling import wait_until
 
 
+# Time bounds are generous: these run on 2 cores, beside another suite at times (`make
+# test-pythons` runs two at once), where 2 s was missed by the fixed code (2.6 s); the
+# code before the fixes took 6-20 s on each, which this still catches.
+BOUND_SECONDS = 5.0
+
 def nested_fan_out(depth: int, fan_out: int, leaf_extra: str = "") -> str:
     """Each message holds `fan_out` fields of the message below it, `depth` levels deep:
     `fan_out ** depth` paths to the leaf in about a kilobyte."""
@@ -53,7 +58,7 @@ def test_compatibility_of_a_deep_fan_out_is_linear_not_exponential():
     backward, forward = new.read_errors(old), old.read_errors(new)
     elapsed = time.perf_counter() - started
     assert backward == [] and forward == [], "a field added at the leaf is compatible both ways"
-    assert elapsed < 2.0, f"12**7 paths to one changed leaf must not be walked one by one ({elapsed:.1f} s)"
+    assert elapsed < BOUND_SECONDS, f"12**7 paths to one changed leaf must not be walked one by one ({elapsed:.1f} s)"
 
 
 def test_a_leaf_difference_is_reported_once_under_its_own_type():
@@ -123,7 +128,7 @@ def test_over_bound_text_is_refused_before_any_compile(pool, what, text, lenient
         ProtobufType(pool).parse(text, {}, lenient=lenient)
     elapsed = time.perf_counter() - started
     assert pool._started == 0, f"{what}: refused by the bounds, leniently too, without starting protoc"
-    assert elapsed < 2.0, f"{what}: refused in time linear in its size ({elapsed:.1f} s)"
+    assert elapsed < BOUND_SECONDS, f"{what}: refused in time linear in its size ({elapsed:.1f} s)"
 
 
 def test_a_refused_schema_is_compiled_once(pool, monkeypatch):
@@ -153,7 +158,7 @@ def test_an_over_long_name_is_refused_before_the_compiler(pool):
     started = time.perf_counter()
     with pytest.raises(InvalidSchema, match="name 30000 characters long"):
         ProtobufType(pool).parse(text, {})
-    assert time.perf_counter() - started < 2.0, "refused in one pass over the text"
+    assert time.perf_counter() - started < BOUND_SECONDS, "refused in one pass over the text"
     assert pool._started == 0, "a name the compiler would repeat in every error never reaches it"
 
 
@@ -177,7 +182,7 @@ def test_diagnostics_read_back_are_bounded(pool, what, text):
         f"{what}: the compiler's megabytes of errors are not read into the server ({peak >> 20} MiB)"
     assert len(str(refused.value)) < 40_000, f"{what}: the reason is a bounded excerpt"
     assert "and more" in str(refused.value), f"{what}: the reason says there were more errors"
-    assert elapsed < 2.0, f"{what}: the compiler is stopped once it has said enough ({elapsed:.1f} s)"
+    assert elapsed < BOUND_SECONDS, f"{what}: the compiler is stopped once it has said enough ({elapsed:.1f} s)"
     assert ProtobufType(pool).parse('syntax = "proto3"; message M {}', {}), "the pool compiles again"
 
 
@@ -296,7 +301,7 @@ def test_registering_over_a_deep_fan_out_is_answered_at_once(node):
     assert register(nested_fan_out(7, 12, "string b = 2;")) == 2, "a field added at the leaf is BACKWARD compatible"
     with pytest.raises(errors.IncompatibleSchema):
         register(nested_fan_out(7, 12, "string b = 2;").replace("int32 a = 1;", "string a = 1;"))
-    assert time.perf_counter() - started < 2.0, "both checks are linear in the schemas' sizes"
+    assert time.perf_counter() - started < BOUND_SECONDS, "both checks are linear in the schemas' sizes"
 
 
 def test_over_bound_text_is_a_422_at_once_through_the_service(node):
@@ -304,4 +309,4 @@ def test_over_bound_text_is_a_422_at_once_through_the_service(node):
     with pytest.raises(errors.InvalidSchema) as refused:
         node.service.register("braces", RegisterRequest(NewSchema("}" * 1_500_000, schema_type="PROTOBUF")))
     assert refused.value.http_status == 422, "refused as an invalid schema"
-    assert time.perf_counter() - started < 2.0, "without the compiler's 20 s (the lenient retry is bounded too)"
+    assert time.perf_counter() - started < BOUND_SECONDS, "without the compiler's 20 s (the lenient retry is bounded too)"
