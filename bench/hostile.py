@@ -52,10 +52,15 @@ class Background:
     url: str
     latencies: list[tuple[float, float]] = field(default_factory=list)  # (started, seconds)
     _stop: threading.Event = field(default_factory=threading.Event)
+    pause: float = 0.05  # seconds between two requests
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def send(self, session: requests.Session, n: int) -> None:
+        session.post(f"{self.url}/subjects/background-{n}/versions", headers=HEADERS, timeout=CAP_SECONDS,
+                     data=json.dumps({"schema": record(f"Bg{n}", [{"name": "a", "type": "int"}])}))
 
     def _run(self) -> None:
         session = requests.Session()
@@ -64,12 +69,12 @@ class Background:
             n += 1
             began = time.monotonic()
             try:
-                session.post(f"{self.url}/subjects/background-{n}/versions", headers=HEADERS, timeout=CAP_SECONDS,
-                             data=json.dumps({"schema": record(f"Bg{n}", [{"name": "a", "type": "int"}])}))
+                self.send(session, n)
             except requests.RequestException:
                 pass
             self.latencies.append((began, time.monotonic() - began))
-            self._stop.wait(0.05)
+            if self.pause:
+                self._stop.wait(self.pause)
 
     def stop(self) -> None:
         self._stop.set()
@@ -80,33 +85,13 @@ class Background:
 
 
 @dataclass
-class Reader:
+class Reader(Background):
     """Sends `GET /subjects` in a loop, without pause; records each read's latency."""
 
-    url: str
-    latencies: list[tuple[float, float]] = field(default_factory=list)  # (started, seconds)
-    _stop: threading.Event = field(default_factory=threading.Event)
+    pause: float = 0.0
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        session = requests.Session()
-        while not self._stop.is_set():
-            began = time.monotonic()
-            try:
-                session.get(f"{self.url}/subjects", headers=HEADERS, timeout=CAP_SECONDS)
-            except requests.RequestException:
-                pass
-            self.latencies.append((began, time.monotonic() - began))
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(CAP_SECONDS + 5)
-
-    def during(self, start: float, end: float) -> list[float]:
-        return [lat for began, lat in self.latencies if start <= began + lat and began <= end]
+    def send(self, session: requests.Session, n: int) -> None:
+        session.get(f"{self.url}/subjects", headers=HEADERS, timeout=CAP_SECONDS)
 
 
 def p99(latencies: list[float]) -> float:
@@ -228,12 +213,24 @@ HOSTILE = [
 
 
 def measure(cli: Path, hostile: Hostile) -> tuple[str, float, float, float, float]:
-    """(status, seconds to answer, idle p50 ms, p50 ms during, max ms during)."""
+    """(status, seconds to answer, idle p50 ms, p50 ms during, max ms during) of an
+    unrelated write every 50 ms while `hostile` is answered."""
+    return _measure(cli, hostile, Background, statistics.median)
+
+
+def measure_reads(cli: Path, hostile: Hostile) -> tuple[str, float, float, float, float]:
+    """(status, seconds to answer, idle p99 ms, p99 ms during, max ms during) of
+    `GET /subjects` sent in a loop while `hostile` is answered."""
+    return _measure(cli, hostile, Reader, p99)
+
+
+def _measure(cli: Path, hostile: Hostile, loop: type[Background],
+             statistic: Callable[[list[float]], float]) -> tuple[str, float, float, float, float]:
     with tempfile.TemporaryDirectory() as tmp, registry(Path(tmp), cli=cli) as (url, _):
         hostile.setup(url)
-        background = Background(url)
+        background = loop(url)
         background.start()
-        time.sleep(1.0)
+        time.sleep(1.0)  # the idle figure: a second of the loop alone
         idle = [lat for _, lat in background.latencies]
         began = time.monotonic()
         try:
@@ -246,31 +243,8 @@ def measure(cli: Path, hostile: Hostile) -> tuple[str, float, float, float, floa
         time.sleep(0.3)
         background.stop()
         during = background.during(began, began + took) or [0.0]
-        return (status, took, statistics.median(idle) * 1000 if idle else 0.0,
-                statistics.median(during) * 1000, max(during) * 1000)
-
-
-def measure_reads(cli: Path, hostile: Hostile) -> tuple[str, float, float, float, float]:
-    """(status, seconds to answer, idle p99 ms, p99 ms during, max ms during) of
-    `GET /subjects` sent in a loop while `hostile` is answered."""
-    with tempfile.TemporaryDirectory() as tmp, registry(Path(tmp), cli=cli) as (url, _):
-        hostile.setup(url)
-        reader = Reader(url)
-        reader.start()
-        time.sleep(1.0)
-        idle = [lat for _, lat in reader.latencies]
-        began = time.monotonic()
-        try:
-            status = str(hostile.send(url))
-        except requests.Timeout:
-            status = f"> {CAP_SECONDS:g} s"
-        except requests.RequestException as exc:
-            status = type(exc).__name__
-        took = time.monotonic() - began
-        time.sleep(0.3)
-        reader.stop()
-        during = reader.during(began, began + took) or [0.0]
-        return (status, took, p99(idle) * 1000 if idle else 0.0, p99(during) * 1000, max(during) * 1000)
+        return (status, took, statistic(idle) * 1000 if idle else 0.0, statistic(during) * 1000,
+                max(during) * 1000)
 
 
 def held_by_unfinished_bodies(cli: Path, count: int = 30, size: int = 16 * 1024 * 1024) -> float:
